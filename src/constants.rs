@@ -1,0 +1,1 @@
+//! Every limit and on-disk size, related by const asserts so they cannot drift apart.
