@@ -1,1 +1,3 @@
-//! placeholder, filled by its owner.
+//! Pure codec for RocketMQ's remoting protocol and stored-message records; no I/O here.
+
+pub mod message;

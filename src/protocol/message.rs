@@ -1,0 +1,1 @@
+//! Stored-message record codec: filled by its owner.

@@ -1,0 +1,1 @@
+//! ConsumeQueue: filled by its owner.

@@ -1,0 +1,1 @@
+//! IndexFile: filled by its owner.
