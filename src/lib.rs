@@ -14,5 +14,6 @@
 
 pub mod constants;
 pub mod protocol;
+pub mod runtime;
 pub mod store;
 pub mod writer;
