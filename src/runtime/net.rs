@@ -83,6 +83,11 @@ impl Stream {
         Stream::new(s)
     }
 
+    /// The socket's fd, for shutdown(2) from a task that does not own the stream.
+    pub fn raw_fd(&self) -> RawFd {
+        self.inner.as_raw_fd()
+    }
+
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.inner.peer_addr().map_err(io::Error::from)
     }
