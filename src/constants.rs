@@ -7,7 +7,7 @@ pub const CQ_UNIT_SIZE: u64 = 20;
 /// Default ConsumeQueue file size (`mappedFileSizeConsumeQueue`): 300_000 units.
 pub const CQ_FILE_SIZE_DEFAULT: u64 = 6_000_000;
 const _: () = assert!(CQ_UNIT_SIZE == 8 + 4 + 8);
-const _: () = assert!(CQ_FILE_SIZE_DEFAULT % CQ_UNIT_SIZE == 0);
+const _: () = assert!(CQ_FILE_SIZE_DEFAULT.is_multiple_of(CQ_UNIT_SIZE));
 const _: () = assert!(CQ_FILE_SIZE_DEFAULT / CQ_UNIT_SIZE == 300_000);
 
 /// IndexFile header: begin/end timestamp, begin/end phy_offset (4 longs), slot and index counts.

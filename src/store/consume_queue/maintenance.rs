@@ -57,15 +57,14 @@ impl ConsumeQueue {
         Ok(())
     }
 
-    /// Deletes whole files whose last unit's phy_offset is below `min_phy_offset` (the commit log
+    /// Deletes whole files whose last (non-blank) unit's phy_offset is below `min_phy_offset` (the commit log
     /// no longer holds them), never the last file, then moves `min_offset` to the first unit at or
     /// above `min_phy_offset`. Returns how many files were deleted. Also serves as RocketMQ's
     /// `correctMinOffset` at startup.
     pub fn delete_expired(&mut self, min_phy_offset: u64) -> Result<usize, StoreError> {
         let min_phy = i64::try_from(min_phy_offset).unwrap_or(i64::MAX);
-        let last_pos = (self.file_size - CQ_UNIT_SIZE) as usize;
         let mut deleted = 0;
-        while self.files.len() > 1 && self.files[0].read(last_pos).phy_offset < min_phy {
+        while self.files.len() > 1 && self.first_file_expired(min_phy) {
             let f = self.files.remove(0);
             fs::remove_file(&f.path).map_err(|e| StoreError::io(&f.path, e))?;
             deleted += 1;
@@ -73,6 +72,19 @@ impl ConsumeQueue {
         let from = self.min_offset.max(self.first_offset());
         self.min_offset = self.first_unit_from(from, |raw| raw.phy_offset >= min_phy);
         Ok(deleted)
+    }
+
+    /// The first file (full, since it is not the last) is expired when its last non-blank unit
+    /// points below `min_phy`; blank gap units carry no position, and an all-blank file holds
+    /// nothing readable.
+    fn first_file_expired(&self, min_phy: i64) -> bool {
+        let f = &self.files[0];
+        (0..f.len())
+            .step_by(CQ_UNIT_SIZE as usize)
+            .rev()
+            .map(|pos| f.read(pos))
+            .find(|raw| !raw.is_blank())
+            .is_none_or(|raw| raw.phy_offset < min_phy)
     }
 
     /// RocketMQ's `getOffsetInQueueByTime` over `[min_offset, max_offset)`, by binary search on

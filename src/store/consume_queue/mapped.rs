@@ -189,7 +189,7 @@ impl CqFile {
 
     fn check(&self, pos: usize) {
         assert!(
-            pos % UNIT == 0 && pos + UNIT <= self.map.len(),
+            pos.is_multiple_of(UNIT) && pos + UNIT <= self.map.len(),
             "unit position {pos} inside a {}-byte file",
             self.map.len()
         );

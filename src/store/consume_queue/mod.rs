@@ -92,7 +92,8 @@ impl ConsumeQueue {
         file_size: u64,
     ) -> Result<Self, StoreError> {
         validate_topic(topic)?;
-        if file_size == 0 || file_size % CQ_UNIT_SIZE != 0 || file_size > i32::MAX as u64 {
+        if file_size == 0 || !file_size.is_multiple_of(CQ_UNIT_SIZE) || file_size > i32::MAX as u64
+        {
             return Err(StoreError::Invalid(format!(
                 "consume queue file size {file_size} must be a positive multiple of {CQ_UNIT_SIZE}"
             )));
@@ -314,7 +315,7 @@ impl ConsumeQueue {
         }
         for (i, (start, path, _)) in found.iter().enumerate() {
             let expected = found[0].0 + i as u64 * self.file_size;
-            if start % self.file_size != 0 || *start != expected {
+            if !start.is_multiple_of(self.file_size) || *start != expected {
                 return Err(StoreError::Corrupt {
                     path: path.clone(),
                     offset: 0,
