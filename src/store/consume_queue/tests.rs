@@ -395,3 +395,27 @@ fn destroy_removes_the_queue_directory() {
     let cq = ConsumeQueue::open(dir.path(), "T", 3, FS).unwrap();
     assert_eq!(cq.max_offset(), 0);
 }
+
+#[test]
+fn a_hole_ends_the_queue_and_later_bytes_are_cleared() {
+    // An unwritten unit 5 (torn write) is the write position: later files are deleted and the
+    // rest of file 0 is zeroed, so the next reopen and the next put agree.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cq = filled(dir.path(), 25);
+    cq.flush().unwrap();
+    drop(cq);
+    let path = qdir(dir.path()).join("00000000000000000000");
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[100..120].fill(0);
+    fs::write(&path, &bytes).unwrap();
+    let mut cq = ConsumeQueue::open(dir.path(), "T", 3, FS).unwrap();
+    assert_eq!(
+        (cq.min_offset(), cq.max_offset(), cq.max_phy_offset()),
+        (0, 5, Some(500))
+    );
+    assert_eq!(file_names(dir.path()), ["00000000000000000000"]);
+    cq.flush().unwrap();
+    assert!(fs::read(&path).unwrap()[100..].iter().all(|&b| b == 0));
+    cq.put(5, nth(5)).unwrap();
+    assert_eq!(cq.get(6), None);
+}
