@@ -130,14 +130,13 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let store_host = cfg.store_host(listen_addr.port());
     let (meshes, receivers) = Mesh::<Shard>::new(n, SHARD_MAILBOX_CAPACITY);
     let senders: Vec<_> = (0..n).map(|i| meshes[0].sender(i)).collect();
-    let (writer_parts, cqs) = opened.into_parts();
+    let (writer_parts, cqs) = writer::WriterParts::from_opened(opened);
     let writer = writer::spawn_writer(
         writer_parts,
         &cfg.store,
         Box::new(ShardDispatcher {
             senders: senders.clone(),
         }),
-        cfg.pin_cores.then(|| runtime::available_cores().saturating_sub(1)),
     )?;
     let ctx = Arc::new(BrokerContext {
         store_host,
