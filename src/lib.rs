@@ -13,6 +13,7 @@
 //! - `config`: broker.conf (RocketMQ key=value names) and CLI overrides.
 
 pub mod constants;
+pub mod namesrv;
 pub mod protocol;
 pub mod runtime;
 pub mod store;
