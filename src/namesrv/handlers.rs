@@ -5,8 +5,6 @@
 //! types (`protocol::body`) and the route table's own types happens here and nowhere else.
 //! Every failure is returned as `NamesrvError` so `handle` maps it to a response in one place.
 
-use std::collections::BTreeMap;
-
 use crate::protocol::body::{
     self, BrokerData, ClusterInfo, DataVersion, KvTable, QueueData, RegisterBrokerBody,
     TopicConfigSerializeWrapper, TopicList, TopicRouteData,
@@ -131,7 +129,7 @@ impl NameServer {
             filter_servers: body.filter_servers,
             conn_id,
         };
-        tracing::info!(broker = %reg.broker_addr, name = %reg.broker_name, id = reg.broker_id,
+        tracing::debug!(broker = %reg.broker_addr, name = %reg.broker_name, id = reg.broker_id,
             cluster = %reg.cluster, topics = reg.topics.len(), "register broker");
         let outcome = self.routes.register(reg, now_ms);
         let mut resp = ok(req);
@@ -376,8 +374,6 @@ fn route_to_wire(route: &TopicRoute<'_>) -> TopicRouteData {
             .filter_servers
             .iter()
             .map(|(addr, list)| ((*addr).to_owned(), list.to_vec()))
-            .collect::<BTreeMap<_, _>>()
-            .into_iter()
             .collect(),
         ..Default::default()
     }

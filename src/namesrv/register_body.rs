@@ -14,10 +14,9 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use flate2::read::ZlibDecoder;
-use serde::Deserialize;
-
 use super::route_table::{QueueRoute, TopicConfigVersion};
+use crate::protocol::body::{self, DataVersion};
+use flate2::read::ZlibDecoder;
 
 /// Inflated bytes we accept: a topic config entry is ~40 bytes, so this leaves room for about
 /// a million topics while bounding what a hostile 16 MiB frame can make us allocate.
@@ -33,31 +32,12 @@ pub struct RegisterBody {
     pub filter_servers: Vec<String>,
 }
 
-/// `DataVersion` as fastjson writes it; absent fields read as 0 like a fresh Java object.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub(crate) struct DataVersionJson {
-    pub counter: i64,
-    pub state_version: i64,
-    pub timestamp: i64,
-}
-
-impl From<DataVersionJson> for TopicConfigVersion {
-    fn from(v: DataVersionJson) -> Self {
-        TopicConfigVersion {
-            counter: v.counter,
-            state_version: v.state_version,
-            timestamp: v.timestamp,
-        }
-    }
-}
-
 /// Decodes the zlib form. `broker_version` is the request's `version` field.
 pub fn decode_compressed(body: &[u8], broker_version: i32) -> Result<RegisterBody, String> {
     let mut r = ZlibDecoder::new(body).take(MAX_INFLATED_REGISTER_BODY);
     let dv_json = read_chunk(&mut r, "dataVersion")?;
-    let dv: DataVersionJson = serde_json::from_slice(&dv_json)
-        .map_err(|e| format!("compressed register body: bad dataVersion JSON: {e}"))?;
+    let dv: DataVersion = body::from_json(&dv_json)
+        .map_err(|e| format!("compressed register body: bad dataVersion: {e}"))?;
     let topic_count = read_len(&mut r, "topic count")?;
     let mut topics = BTreeMap::new();
     for _ in 0..topic_count {
@@ -77,7 +57,11 @@ pub fn decode_compressed(body: &[u8], broker_version: i32) -> Result<RegisterBod
         }
     }
     Ok(RegisterBody {
-        data_version: dv.into(),
+        data_version: TopicConfigVersion {
+            counter: dv.counter,
+            state_version: dv.state_version,
+            timestamp: dv.timestamp,
+        },
         topics,
         filter_servers: filter_servers.unwrap_or_default(),
     })
