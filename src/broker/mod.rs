@@ -16,6 +16,8 @@ pub mod metadata;
 pub mod offsets;
 pub mod pull;
 pub mod register;
+pub mod retry;
+pub mod schedule;
 pub mod send;
 pub mod shard;
 pub mod start;

@@ -103,6 +103,25 @@ pub fn progress_file_bytes(table: BTreeMap<i32, i64>) -> Vec<u8> {
     })
 }
 
+/// Shard 0: every shard's level progress merged into the file bytes.
+pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
+    let mut all = s0.delay_progress.borrow().clone();
+    for i in 0..s0.mesh.len() {
+        if i == s0.id {
+            continue;
+        }
+        match s0
+            .mesh
+            .call(i, |s| async move { s.delay_progress.borrow().clone() })
+            .await
+        {
+            Ok(t) => all.extend(t),
+            Err(e) => tracing::warn!(error = %e, "cannot gather delay progress"),
+        }
+    }
+    progress_file_bytes(all)
+}
+
 /// Starts one delivery task per level whose schedule queue this shard owns.
 pub fn start(shard: &Rc<Shard>) {
     let levels = shard.ctx.delay_levels.max_level();

@@ -30,6 +30,7 @@ pub struct BrokerContext {
     pub writer: WriterSender,
     pub shard_count: usize,
     pub started_ms: i64,
+    pub delay_levels: crate::broker::schedule::DelayLevels,
 }
 
 /// A queue owned by this shard.
@@ -55,6 +56,8 @@ pub struct Shard {
     /// Shard 0 only: the metadata owner.
     pub meta: Option<RefCell<Metadata>>,
     pub uniq: RefCell<UniqKeyGenerator>,
+    /// Delay level -> next schedule-queue offset to deliver (levels whose queue we own).
+    pub delay_progress: RefCell<BTreeMap<i32, i64>>,
     next_conn: Cell<u64>,
     pub stopping: Cell<bool>,
 }
@@ -70,6 +73,7 @@ impl Shard {
         topics: Arc<TopicSnapshot>,
         subs: Arc<SubscriptionSnapshot>,
         meta: Option<Metadata>,
+        delay_progress: BTreeMap<i32, i64>,
     ) -> Shard {
         let queues = cqs
             .into_iter()
@@ -99,6 +103,7 @@ impl Shard {
             conns: RefCell::new(HashMap::new()),
             meta: meta.map(RefCell::new),
             uniq: RefCell::new(UniqKeyGenerator::new(ctx.store_host.ip())),
+            delay_progress: RefCell::new(delay_progress),
             next_conn: Cell::new(1),
             stopping: Cell::new(false),
             ctx,

@@ -17,6 +17,7 @@ use std::time::Duration;
 use crate::broker::handler::BrokerHandler;
 use crate::broker::metadata::Metadata;
 use crate::broker::shard::{BrokerContext, OffsetTable};
+use crate::broker::schedule::{self, DelayLevels, SCHEDULE_TOPIC};
 use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, Shard};
 use crate::config::BrokerConfig;
 use crate::constants::{IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, OUTBOX_CAPACITY, SHARD_MAILBOX_CAPACITY};
@@ -85,6 +86,7 @@ struct ShardParts {
     cqs: Vec<ConsumeQueue>,
     offsets: OffsetTable,
     meta: Option<Metadata>,
+    delay_progress: std::collections::BTreeMap<i32, i64>,
 }
 
 fn shard_count(cfg: &BrokerConfig) -> usize {
@@ -138,7 +140,21 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             senders: senders.clone(),
         }),
     )?;
+    let delay_levels = DelayLevels::parse(&cfg.message_delay_level).map_err(|reason| {
+        crate::config::ConfigError::Invalid {
+            key: "messageDelayLevel".into(),
+            value: cfg.message_delay_level.clone(),
+            reason,
+        }
+    })?;
+    let mut delay_split: Vec<std::collections::BTreeMap<i32, i64>> = vec![Default::default(); n];
+    for (level, off) in schedule::load_progress(&cfg.store.store_path_root_dir) {
+        if level >= 1 {
+            delay_split[owner_of(SCHEDULE_TOPIC, (level - 1) as u32, n)].insert(level, off);
+        }
+    }
     let ctx = Arc::new(BrokerContext {
+        delay_levels,
         store_host,
         writer: writer.clone_sender(),
         shard_count: n,
@@ -153,10 +169,11 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let offsets_split = offsets::load(&cfg.store.store_path_root_dir, n);
     let mut meta = Some(Metadata::load(&cfg));
     let mut parts = Vec::new();
-    for (i, ((mesh, rx), (cqs, offsets))) in meshes
+    for (i, (((mesh, rx), (cqs, offsets)), delay_progress)) in meshes
         .into_iter()
         .zip(receivers)
         .zip(cq_split.into_iter().zip(offsets_split))
+        .zip(delay_split)
         .enumerate()
     {
         let mut listeners = vec![(main_listeners.remove(0), false)];
@@ -170,6 +187,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             cqs,
             offsets,
             meta: if i == 0 { meta.take() } else { None },
+            delay_progress,
         }));
     }
     let parts = Arc::new(Mutex::new(parts));
@@ -215,7 +233,9 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         topics,
         Arc::default(),
         p.meta,
+        p.delay_progress,
     ));
+    schedule::start(&shard);
     if is_meta {
         admin::topics_changed(&shard);
         runtime::spawn(register::run(shard.clone()));
@@ -271,11 +291,20 @@ async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
 /// Shard 0 housekeeping: persist offsets every 5 s, expire silent channels every 10 s.
 async fn periodic_meta(s0: Rc<Shard>) {
     let mut last_offsets: Vec<u8> = Vec::new();
+    let mut last_delay: Vec<u8> = Vec::new();
     let mut tick = 0u64;
     while !s0.stopping.get() {
         runtime::sleep(Duration::from_secs(5)).await;
         tick += 1;
         let bytes = offsets::gather(&s0).await;
+        let delay = schedule::gather(&s0).await;
+        if delay != last_delay {
+            admin::persist_in_background(
+                schedule::delay_offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
+                delay.clone(),
+            );
+            last_delay = delay;
+        }
         if bytes != last_offsets {
             admin::persist_in_background(
                 offsets::offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
@@ -299,6 +328,7 @@ impl BrokerHandle {
             let s0 = s0.clone();
             runtime::spawn(async move {
                 let bytes = offsets::gather(&s0).await;
+                let delay = schedule::gather(&s0).await;
                 let root = s0.ctx.cfg.store.store_path_root_dir.clone();
                 let (topics, topics_path, groups, groups_path) = {
                     let m = s0.meta().borrow();
@@ -306,6 +336,10 @@ impl BrokerHandle {
                 };
                 let res = runtime::spawn_blocking(move || {
                     crate::broker::metadata::write_config_file(&offsets::offsets_path(&root), &bytes)?;
+                    crate::broker::metadata::write_config_file(
+                        &schedule::delay_offsets_path(&root),
+                        &delay,
+                    )?;
                     crate::broker::metadata::write_config_file(&topics_path, &topics)?;
                     crate::broker::metadata::write_config_file(&groups_path, &groups)
                 })
