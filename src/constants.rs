@@ -18,6 +18,10 @@ pub const BATCH_RECORD_MIN_LEN: usize = 5 * 4 + 2;
 const _: () = assert!(MAX_HEADER_LEN < MAX_FRAME_LEN);
 const _: () = assert!(MAX_FRAME_LEN <= i32::MAX as usize);
 const _: () = assert!(MAX_BATCH_ENTRIES * BATCH_RECORD_MIN_LEN <= MAX_FRAME_LEN);
+/// Cap on the inflated size of a compressed REGISTER_BROKER body (zlib bomb guard); a broker
+/// with 100k topics needs well under this.
+pub const MAX_REGISTER_BODY_INFLATED_LEN: usize = 64 * 1024 * 1024;
+const _: () = assert!(MAX_REGISTER_BODY_INFLATED_LEN >= MAX_FRAME_LEN);
 
 // ---- connections and broker limits ----
 
