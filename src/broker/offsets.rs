@@ -5,7 +5,7 @@
 //! few seconds and on shutdown and writes RocketMQ's `config/consumerOffset.json`
 //! (`{"offsetTable":{"topic@group":{0:12}}}`, fastjson's unquoted integer keys).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -241,6 +241,7 @@ pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     /// The offsets file round-trips through RocketMQ's unquoted-key form and splits by owner.
     #[test]

@@ -56,6 +56,9 @@ pub async fn send(shard: Rc<Shard>, conn: &ConnInfo, cmd: &RemotingCommand) -> O
     })
 }
 
+/// One message of a send: body, user flag, properties.
+type BatchItem = (bytes::Bytes, i32, Vec<(String, String)>);
+
 /// RocketMQ's topic name rule: `[%|a-zA-Z0-9_-]`, at most 127 bytes (255 for retry/DLQ topics).
 pub fn validate_topic(topic: &str) -> Result<(), BrokerError> {
     let max = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
@@ -95,6 +98,7 @@ pub async fn ensure_topic(
     if let Some(tc) = shard.topics.borrow().get(topic) {
         return Ok(tc.clone());
     }
+    let wanted = topic.to_string();
     let topic = topic.to_string();
     let default_topic = default_topic.to_string();
     let created = shard
@@ -105,9 +109,9 @@ pub async fn ensure_topic(
                 if let Some(tc) = m.topics.get(&topic) {
                     return Some(tc.clone());
                 }
-                let tc = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
-                    topic_config(&topic, 1, PERM_READ | PERM_WRITE)
-                } else if topic.starts_with(DLQ_GROUP_TOPIC_PREFIX) {
+                let tc = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
+                    || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
+                {
                     topic_config(&topic, 1, PERM_READ | PERM_WRITE)
                 } else {
                     let template = m.topics.get(&default_topic)?;
@@ -128,7 +132,7 @@ pub async fn ensure_topic(
             Some(tc)
         })
         .await?;
-    created.ok_or_else(|| BrokerError::TopicNotExist(topic.to_string()))
+    created.ok_or(BrokerError::TopicNotExist(wanted))
 }
 
 /// Keys indexed for QUERY_MESSAGE: each space-separated KEYS entry plus UNIQ_KEY.
@@ -160,7 +164,7 @@ async fn send_inner(
     }
     let write_queues = tc.write_queue_nums.max(1);
     let queue_id = if h.queue_id < 0 {
-        (shard.uniq.borrow_mut().counter() % write_queues as u64) as i32
+        (shard.next_round_robin() % write_queues as u64) as i32
     } else {
         h.queue_id
     };
@@ -176,7 +180,7 @@ async fn send_inner(
     let now = crate::broker::now_ms();
 
     // Build (body, properties) pairs: one for a single send, one per inner message of a batch.
-    let mut items: Vec<(bytes::Bytes, i32, Vec<(String, String)>)> = Vec::new();
+    let mut items: Vec<BatchItem> = Vec::new();
     if h.batch {
         if h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
             return Err(BrokerError::MessageIllegal(

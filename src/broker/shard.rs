@@ -59,6 +59,7 @@ pub struct Shard {
     /// Delay level -> next schedule-queue offset to deliver (levels whose queue we own).
     pub delay_progress: RefCell<BTreeMap<i32, i64>>,
     next_conn: Cell<u64>,
+    round_robin: Cell<u64>,
     pub stopping: Cell<bool>,
 }
 
@@ -105,6 +106,7 @@ impl Shard {
             uniq: RefCell::new(UniqKeyGenerator::new(ctx.store_host.ip())),
             delay_progress: RefCell::new(delay_progress),
             next_conn: Cell::new(1),
+            round_robin: Cell::new(0),
             stopping: Cell::new(false),
             ctx,
         }
@@ -115,6 +117,13 @@ impl Shard {
         let n = self.next_conn.get();
         self.next_conn.set(n + 1);
         ((self.id as u64) << 48) | n
+    }
+
+    /// A per-shard counter for spreading sends that let the broker pick the queue.
+    pub fn next_round_robin(&self) -> u64 {
+        let n = self.round_robin.get();
+        self.round_robin.set(n.wrapping_add(1));
+        n
     }
 
     /// The shard owning (topic, queue_id).

@@ -312,7 +312,7 @@ async fn periodic_meta(s0: Rc<Shard>) {
             );
             last_offsets = bytes;
         }
-        if tick % 2 == 0 {
+        if tick.is_multiple_of(2) {
             clients::expire_channels(&s0);
             s0.flush_queues();
         }

@@ -199,7 +199,7 @@ impl BrokerConfig {
             "mappedFileSizeCommitLog" => s.mapped_file_size_commit_log = num(key, value)?,
             "mappedFileSizeConsumeQueue" => {
                 let v: u64 = num(key, value)?;
-                if v == 0 || v % 20 != 0 {
+                if v == 0 || !v.is_multiple_of(20) {
                     return Err(invalid(key, value, "must be a positive multiple of 20"));
                 }
                 s.mapped_file_size_consume_queue = v;
