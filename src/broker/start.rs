@@ -133,9 +133,14 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let (meshes, receivers) = Mesh::<Shard>::new(n, SHARD_MAILBOX_CAPACITY);
     let senders: Vec<_> = (0..n).map(|i| meshes[0].sender(i)).collect();
     let (writer_parts, cqs) = writer::WriterParts::from_opened(opened);
+    let mut store_cfg = cfg.store.clone();
+    if cfg.pin_cores && runtime::available_cores() > 1 {
+        // The writer gets the last core; shards take the others.
+        store_cfg.writer_core = Some(runtime::available_cores() - 1);
+    }
     let writer = writer::spawn_writer(
         writer_parts,
-        &cfg.store,
+        &store_cfg,
         Box::new(ShardDispatcher {
             senders: senders.clone(),
         }),
