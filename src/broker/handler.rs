@@ -4,7 +4,7 @@
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
-use crate::broker::{admin, clients, offsets, pull, retry, send, BrokerError, Shard};
+use crate::broker::{admin, clients, offsets, pull, query, retry, send, BrokerError, Shard};
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
 use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound};
@@ -28,6 +28,8 @@ impl Handler for BrokerHandler {
                 req::PULL_MESSAGE | req::LITE_PULL_MESSAGE if !self.fast_port => {
                     pull::pull(shard, &cmd).await.map(Some)
                 }
+                req::QUERY_MESSAGE => query::query_message(shard, &cmd).await.map(Some),
+                req::VIEW_MESSAGE_BY_ID => query::view_message_by_id(shard, &cmd).await.map(Some),
                 req::CONSUMER_SEND_MSG_BACK => frame(retry::send_msg_back(shard, &cmd).await),
                 req::HEART_BEAT => frame(clients::heart_beat(shard, &conn, &cmd).await),
                 req::UNREGISTER_CLIENT => frame(clients::unregister_client(shard, &cmd).await),

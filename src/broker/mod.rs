@@ -15,6 +15,7 @@ pub mod long_poll;
 pub mod metadata;
 pub mod offsets;
 pub mod pull;
+pub mod query;
 pub mod register;
 pub mod retry;
 pub mod schedule;
