@@ -41,8 +41,14 @@ fn delay_level_one_arrives_after_one_second() {
         wait_for(&mut c, "DelayT", 0, Duration::from_secs(5)).expect("delayed message delivered");
     let waited = t0.elapsed();
     assert_eq!(body, b"later");
-    assert!(waited >= Duration::from_millis(950), "delivered early: {waited:?}");
-    assert!(waited < Duration::from_millis(2500), "delivered late: {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(950),
+        "delivered early: {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_millis(2500),
+        "delivered late: {waited:?}"
+    );
     assert!(properties::get(&props, "REAL_TOPIC").is_none());
     assert!(properties::get(&props, "DELAY").is_none());
 }
@@ -122,9 +128,8 @@ fn query_by_key_and_view_by_offset_id() {
     let recs = records(&r.body);
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0].body, b"m-last");
-    let r = c.call(
-        RemotingCommand::new_request(request_code::VIEW_MESSAGE_BY_ID).with_ext("offset", 3),
-    );
+    let r = c
+        .call(RemotingCommand::new_request(request_code::VIEW_MESSAGE_BY_ID).with_ext("offset", 3));
     assert_ne!(r.code, 0, "a bogus offset must not return a record");
 }
 
@@ -144,4 +149,50 @@ fn delayed_message_survives_restart_once() {
     std::thread::sleep(Duration::from_millis(1500));
     let r = c.call(pull_cmd("DelayRestartT", 0, 0, 0));
     assert_eq!(records(&r.body).len(), 1);
+}
+
+#[test]
+fn timer_message_arrives_at_its_time_and_survives_restart() {
+    let b = RawBroker::start(&[]);
+    let mut c = Conn::connect(b.broker);
+    let t0 = Instant::now();
+    let at = ringmq::broker::now_ms() + 2_500;
+    let props = format!("TIMER_DELIVER_MS\u{1}{at}\u{2}");
+    assert_eq!(c.call(send_cmd("TimerT", 0, b"timed", &props)).code, 0);
+    let props = "TIMER_DELAY_SEC\u{1}1\u{2}";
+    assert_eq!(c.call(send_cmd("TimerT2", 0, b"soon", props)).code, 0);
+    // Not visible yet.
+    assert_eq!(
+        c.call(pull_cmd("TimerT", 0, 0, 0)).code,
+        response_code::PULL_NOT_FOUND
+    );
+    let (body, props, _) =
+        wait_for(&mut c, "TimerT2", 0, Duration::from_secs(5)).expect("TIMER_DELAY_SEC delivered");
+    assert_eq!(body, b"soon");
+    assert!(t0.elapsed() >= Duration::from_millis(950));
+    assert!(properties::get(&props, "TIMER_DELAY_SEC").is_none());
+    // Restart before the absolute one is due.
+    drop(c);
+    let dir = b.stop();
+    let b = RawBroker::start_in(dir, &[]);
+    let mut c = Conn::connect(b.broker);
+    let got = wait_for(&mut c, "TimerT", 0, Duration::from_secs(10)).expect("timed delivered");
+    assert_eq!(got.0, b"timed");
+    assert!(ringmq::broker::now_ms() >= at, "delivered before its time");
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(records(&c.call(pull_cmd("TimerT", 0, 0, 0)).body).len(), 1);
+    assert_eq!(
+        records(&c.call(pull_cmd("TimerT2", 0, 0, 0)).body).len(),
+        1,
+        "redelivered after restart"
+    );
+    // Beyond the 3-day maximum: refused.
+    let far = ringmq::broker::now_ms() + 4 * 24 * 3_600_000;
+    let r = c.call(send_cmd(
+        "TimerT",
+        0,
+        b"x",
+        &format!("TIMER_DELIVER_MS\u{1}{far}\u{2}"),
+    ));
+    assert_eq!(r.code, response_code::MESSAGE_ILLEGAL);
 }

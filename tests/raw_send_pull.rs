@@ -70,8 +70,15 @@ fn send_then_pull_round_trip_zero_copy() {
     let zc = counter(&after, "sendfileBytes") - counter(&before, "sendfileBytes");
     let copied =
         counter(&after, "sendfileFallbackBytes") - counter(&before, "sendfileFallbackBytes");
-    assert_eq!(zc + copied, body_bytes, "pull bodies not carried by sendfile");
-    assert!(copied * 100 <= body_bytes, "too many fallback bytes: {copied}");
+    assert_eq!(
+        zc + copied,
+        body_bytes,
+        "pull bodies not carried by sendfile"
+    );
+    assert!(
+        copied * 100 <= body_bytes,
+        "too many fallback bytes: {copied}"
+    );
 }
 
 #[test]

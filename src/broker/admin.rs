@@ -175,7 +175,10 @@ pub async fn all_subscription_groups(
 ) -> Result<RemotingCommand, BrokerError> {
     let bytes = shard
         .mesh
-        .call(0, |s0| async move { s0.meta().borrow().groups_file_bytes() })
+        .call(
+            0,
+            |s0| async move { s0.meta().borrow().groups_file_bytes() },
+        )
         .await?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(bytes))
 }
@@ -187,12 +190,24 @@ pub async fn runtime_info(
 ) -> Result<RemotingCommand, BrokerError> {
     let mut table = BTreeMap::new();
     let w = &shard.ctx.writer;
-    table.insert("commitLogMaxOffset".to_string(), w.max_phy_offset().to_string());
-    table.insert("commitLogMinOffset".to_string(), w.min_phy_offset().to_string());
+    table.insert(
+        "commitLogMaxOffset".to_string(),
+        w.max_phy_offset().to_string(),
+    );
+    table.insert(
+        "commitLogMinOffset".to_string(),
+        w.min_phy_offset().to_string(),
+    );
     table.insert("putTps".to_string(), "0".to_string());
     table.insert("brokerVersion".to_string(), "479".to_string());
-    table.insert("brokerVersionDesc".to_string(), "V5_3_3 (ringmq)".to_string());
-    table.insert("bootTimestamp".to_string(), shard.ctx.started_ms.to_string());
+    table.insert(
+        "brokerVersionDesc".to_string(),
+        "V5_3_3 (ringmq)".to_string(),
+    );
+    table.insert(
+        "bootTimestamp".to_string(),
+        shard.ctx.started_ms.to_string(),
+    );
     table.insert(
         "runtime".to_string(),
         format!("[ {} ms ]", now_ms() - shard.ctx.started_ms),
@@ -200,7 +215,9 @@ pub async fn runtime_info(
     table.insert("shardCount".to_string(), shard.ctx.shard_count.to_string());
     table.insert(
         "sendfileBytes".to_string(),
-        runtime::net::SENDFILE_BYTES.load(Ordering::Relaxed).to_string(),
+        runtime::net::SENDFILE_BYTES
+            .load(Ordering::Relaxed)
+            .to_string(),
     );
     table.insert(
         "sendfileFallbackBytes".to_string(),
@@ -237,7 +254,10 @@ pub fn broker_config(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
 }
 
 /// CHECK_CLIENT_CONFIG: TAG subscriptions are fine; SQL92 needs enablePropertyFilter.
-pub fn check_client_config(shard: &Shard, cmd: &RemotingCommand) -> Result<RemotingCommand, BrokerError> {
+pub fn check_client_config(
+    shard: &Shard,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
     let req: CheckClientRequestBody = body::from_json(&cmd.body)?;
     let sql = req
         .subscription_data

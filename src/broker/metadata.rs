@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::BrokerConfig;
 use crate::protocol::body::{
-    self, ConsumeFromWhere, ConsumeType, DataVersion, MessageModel, SubscriptionData, SubscriptionGroupConfig, TopicConfig,
-    TopicConfigSerializeWrapper,
+    self, ConsumeFromWhere, ConsumeType, DataVersion, MessageModel, SubscriptionData,
+    SubscriptionGroupConfig, TopicConfig, TopicConfigSerializeWrapper,
 };
 
 /// Topic name -> config, as every shard sees it.

@@ -32,9 +32,10 @@ pub const FLAG_SUBSCRIPTION: i32 = 0x4;
 /// How many ConsumeQueue units one pull may scan past filtered-out entries.
 const MAX_SCAN_UNITS: u64 = 800;
 
-/// Which tag hashes a pull accepts; `None` = every message.
+/// Which tags a pull accepts; `None` = every message. The hash set screens ConsumeQueue units;
+/// the names confirm the exact tag of a candidate before it is sent (hash collisions).
 #[derive(Clone, Debug, PartialEq)]
-pub struct TagFilter(pub Option<HashSet<i32>>);
+pub struct TagFilter(pub Option<(HashSet<i32>, HashSet<String>)>);
 
 impl TagFilter {
     /// From a TAG expression: `*`/empty = all, else `a || b` (whitespace trimmed).
@@ -43,33 +44,50 @@ impl TagFilter {
         if expr.is_empty() || expr == "*" {
             return TagFilter(None);
         }
-        let set = expr
+        let names = expr
             .split("||")
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .map(java_string_hash)
+            .map(String::from)
             .collect::<HashSet<_>>();
-        if set.is_empty() {
-            TagFilter(None)
-        } else {
-            TagFilter(Some(set))
+        if names.is_empty() {
+            return TagFilter(None);
         }
+        let codes = names.iter().map(|t| java_string_hash(t)).collect();
+        TagFilter(Some((codes, names)))
     }
 
     fn from_subscription(s: &SubscriptionData) -> TagFilter {
         if s.sub_string.trim() == "*" || s.sub_string.trim().is_empty() {
             return TagFilter(None);
         }
-        if !s.code_set.is_empty() {
-            return TagFilter(Some(s.code_set.iter().copied().collect()));
+        if !s.tags_set.is_empty() {
+            let names: HashSet<String> = s.tags_set.iter().cloned().collect();
+            let codes = names.iter().map(|t| java_string_hash(t)).collect();
+            return TagFilter(Some((codes, names)));
         }
         TagFilter::parse(&s.sub_string)
     }
 
+    /// Screens a ConsumeQueue unit by its tag hash.
     pub fn accepts(&self, tags_code: i64) -> bool {
         match &self.0 {
             None => true,
-            Some(set) => set.contains(&(tags_code as i32)),
+            Some((codes, _)) => codes.contains(&(tags_code as i32)),
+        }
+    }
+
+    /// True when the exact tag must be read from the record to confirm a hash match.
+    pub fn needs_exact_check(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Confirms the record's TAGS property is one of the subscribed names.
+    pub fn accepts_tag(&self, tag: Option<&str>) -> bool {
+        match (&self.0, tag) {
+            (None, _) => true,
+            (Some((_, names)), Some(t)) => names.contains(t),
+            (Some(_), None) => false,
         }
     }
 }
@@ -292,6 +310,9 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
         if !q.filter.accepts(unit.tags_code) {
             continue;
         }
+        if q.filter.needs_exact_check() && !exact_tag_matches(s, &q.filter, unit) {
+            continue;
+        }
         bytes += unit.size as usize;
         ans.ranges.push((unit.phy_offset, unit.size));
     }
@@ -304,6 +325,22 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
         ans.remark = "FOUND";
     }
     ans
+}
+
+/// Reads the record's TAGS to rule out a hash collision; an unreadable record is skipped.
+fn exact_tag_matches(
+    s: &Shard,
+    filter: &TagFilter,
+    unit: crate::store::consume_queue::CqUnit,
+) -> bool {
+    let mut reader = s.reader.borrow_mut();
+    let Ok(bytes) = reader.read(unit.phy_offset, unit.size) else {
+        return false;
+    };
+    match crate::protocol::message::decode(bytes, false) {
+        Ok(r) => filter.accepts_tag(crate::protocol::properties::get(r.properties, "TAGS")),
+        Err(_) => false,
+    }
 }
 
 #[cfg(test)]
@@ -319,5 +356,11 @@ mod tests {
         assert!(!f.accepts(java_string_hash("TagC") as i64));
         assert!(TagFilter::parse("*").accepts(12345));
         assert!(TagFilter::parse("").accepts(0));
+        // "Aa" and "BB" share a Java hash: the hash screen passes, the exact check does not.
+        let f = TagFilter::parse("Aa");
+        assert!(f.accepts(java_string_hash("BB") as i64));
+        assert!(!f.accepts_tag(Some("BB")));
+        assert!(f.accepts_tag(Some("Aa")));
+        assert!(!f.accepts_tag(None));
     }
 }

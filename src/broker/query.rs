@@ -45,10 +45,7 @@ fn record_size(shard: &Shard, phy: u64) -> Result<u32, BrokerError> {
     Ok(size)
 }
 
-fn zero_copy(
-    resp: RemotingCommand,
-    ranges: Vec<(u64, u32)>,
-) -> Result<Outbound, BrokerError> {
+fn zero_copy(resp: RemotingCommand, ranges: Vec<(u64, u32)>) -> Result<Outbound, BrokerError> {
     let body_len: usize = ranges.iter().map(|r| r.1 as usize).sum();
     let mut prefix = BytesMut::with_capacity(256);
     resp.encode_prefix(body_len, &mut prefix)?;
@@ -64,12 +61,19 @@ pub async fn view_message_by_id(
 ) -> Result<Outbound, BrokerError> {
     let h = ViewMessageByIdRequestHeader::from_command(cmd)?;
     if h.offset < 0 {
-        return Err(BrokerError::InvalidParameter(format!("offset {} is negative", h.offset)));
+        return Err(BrokerError::InvalidParameter(format!(
+            "offset {} is negative",
+            h.offset
+        )));
     }
     let phy = h.offset as u64;
-    let size = record_size(&shard, phy)
-        .map_err(|e| BrokerError::System(format!("can not find message by the offset {phy}: {e}")))?;
-    zero_copy(RemotingCommand::response_for(cmd, rc::SUCCESS, None), vec![(phy, size)])
+    let size = record_size(&shard, phy).map_err(|e| {
+        BrokerError::System(format!("can not find message by the offset {phy}: {e}"))
+    })?;
+    zero_copy(
+        RemotingCommand::response_for(cmd, rc::SUCCESS, None),
+        vec![(phy, size)],
+    )
 }
 
 pub async fn query_message(
@@ -77,7 +81,10 @@ pub async fn query_message(
     cmd: &RemotingCommand,
 ) -> Result<Outbound, BrokerError> {
     let h = QueryMessageRequestHeader::from_command(cmd)?;
-    let unique = cmd.ext(UNIQUE_KEY_QUERY).map(|v| v.eq_ignore_ascii_case("true")) == Some(true);
+    let unique = cmd
+        .ext(UNIQUE_KEY_QUERY)
+        .map(|v| v.eq_ignore_ascii_case("true"))
+        == Some(true);
     let max = if unique {
         MAX_QUERY_NUM
     } else {
@@ -85,7 +92,9 @@ pub async fn query_message(
     };
     let store = &shard.ctx.cfg.store;
     if !store.message_index_enable {
-        return Err(BrokerError::QueryNotFound("the message index is disabled".into()));
+        return Err(BrokerError::QueryNotFound(
+            "the message index is disabled".into(),
+        ));
     }
     let (root, slots, num) = (
         store.store_path_root_dir.clone(),

@@ -23,7 +23,10 @@ pub async fn send_msg_back(
 ) -> Result<RemotingCommand, BrokerError> {
     let h = ConsumerSendMsgBackRequestHeader::from_command(cmd)?;
     if h.offset < 0 {
-        return Err(BrokerError::InvalidParameter(format!("offset {} is negative", h.offset)));
+        return Err(BrokerError::InvalidParameter(format!(
+            "offset {} is negative",
+            h.offset
+        )));
     }
     let phy = h.offset as u64;
     // Read the original record (its size is its first field).
@@ -37,8 +40,9 @@ pub async fn send_msg_back(
             )));
         }
         let bytes = reader.read(phy, size)?;
-        let r = message::decode(bytes, true)
-            .map_err(|e| BrokerError::System(format!("look message by offset failed, {phy}: {e}")))?;
+        let r = message::decode(bytes, true).map_err(|e| {
+            BrokerError::System(format!("look message by offset failed, {phy}: {e}"))
+        })?;
         (
             r.topic.to_string(),
             r.body.to_vec(),

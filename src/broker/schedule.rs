@@ -90,7 +90,9 @@ pub fn load_progress(root: &Path) -> BTreeMap<i32, i64> {
         if let Ok(b) = std::fs::read(&path) {
             match body::from_json::<DelayOffsetFile>(&b) {
                 Ok(f) => return f.offset_table,
-                Err(e) => tracing::warn!(path = %path.display(), error = %e, "unparsable delayOffset.json"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "unparsable delayOffset.json")
+                }
             }
         }
     }
@@ -138,8 +140,13 @@ async fn run_level(shard: Rc<Shard>, level: i32) {
     runtime::sleep(Duration::from_secs(1)).await;
     while !shard.stopping.get() {
         let mut moved = 0;
-        while moved < MAX_MOVES_PER_TICK {
-            let next = shard.delay_progress.borrow().get(&level).copied().unwrap_or(0);
+        while moved < MAX_MOVES_PER_TICK && !shard.paused.get() {
+            let next = shard
+                .delay_progress
+                .borrow()
+                .get(&level)
+                .copied()
+                .unwrap_or(0);
             let (min, max) = shard.queue_bounds(SCHEDULE_TOPIC, qid);
             let next = next.max(min as i64);
             if next >= max as i64 {
@@ -182,15 +189,17 @@ async fn deliver(shard: &Rc<Shard>, phy: u64, size: u32) -> Result<(), BrokerErr
         let (Some(topic), Some(qid)) = (real_topic, real_qid.and_then(|q| q.parse::<u32>().ok()))
         else {
             // Unroutable: dropping it would lose it silently, so say so loudly and move on.
-            tracing::error!(phy, "scheduled message without REAL_TOPIC/REAL_QID; skipped");
+            tracing::error!(
+                phy,
+                "scheduled message without REAL_TOPIC/REAL_QID; skipped"
+            );
             return Ok(());
         };
         let tag = props
             .iter()
             .find(|(k, _)| k == keys::TAGS)
             .map(|(_, v)| v.clone());
-        let props_str =
-            properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let msg = MessageToStore {
             topic: &topic,
             queue_id: qid as i32,
@@ -205,7 +214,8 @@ async fn deliver(shard: &Rc<Shard>, phy: u64, size: u32) -> Result<(), BrokerErr
             properties: &props_str,
         };
         let mut bytes = BytesMut::with_capacity(r.total_size as usize);
-        message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+        message::encode(&msg, &mut bytes)
+            .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
         AppendRecord {
             keys: send::index_keys(&props),
             topic,
@@ -215,7 +225,9 @@ async fn deliver(shard: &Rc<Shard>, phy: u64, size: u32) -> Result<(), BrokerErr
             bytes,
         }
     };
-    send::ensure_topic(shard, &record.topic.clone(), "", 1).await.ok();
+    send::ensure_topic(shard, &record.topic.clone(), "", 1)
+        .await
+        .ok();
     send::append(shard, vec![record], true).await.map(|_| ())
 }
 

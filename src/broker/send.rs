@@ -33,7 +33,11 @@ pub static ONEWAY_DROPPED: AtomicU64 = AtomicU64::new(0);
 static ONEWAY_LAST_LOG_MS: AtomicU64 = AtomicU64::new(0);
 
 /// Serves a send request; `None` for oneway requests (they get no response).
-pub async fn send(shard: Rc<Shard>, conn: &ConnInfo, cmd: &RemotingCommand) -> Option<RemotingCommand> {
+pub async fn send(
+    shard: Rc<Shard>,
+    conn: &ConnInfo,
+    cmd: &RemotingCommand,
+) -> Option<RemotingCommand> {
     let res = send_inner(&shard, conn, cmd).await;
     if cmd.is_oneway() {
         if let Err(e) = res {
@@ -115,9 +119,7 @@ pub async fn ensure_topic(
                     topic_config(&topic, 1, PERM_READ | PERM_WRITE)
                 } else {
                     let template = m.topics.get(&default_topic)?;
-                    if !s0.ctx.cfg.auto_create_topic_enable
-                        || template.perm & PERM_INHERIT == 0
-                    {
+                    if !s0.ctx.cfg.auto_create_topic_enable || template.perm & PERM_INHERIT == 0 {
                         return None;
                     }
                     let q = default_queue_nums.clamp(1, template.write_queue_nums.max(1));
@@ -155,7 +157,13 @@ async fn send_inner(
 ) -> Result<RemotingCommand, BrokerError> {
     let h = SendMessageRequestHeader::from_command(cmd)?;
     validate_topic(&h.topic)?;
-    let tc = ensure_topic(shard, &h.topic, &h.default_topic, h.default_topic_queue_nums).await?;
+    let tc = ensure_topic(
+        shard,
+        &h.topic,
+        &h.default_topic,
+        h.default_topic_queue_nums,
+    )
+    .await?;
     if tc.perm & PERM_WRITE == 0 {
         return Err(BrokerError::NoPermission(format!(
             "the topic[{}] sending message is forbidden",
@@ -299,26 +307,46 @@ pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, Brok
         .and_then(|(_, v)| v.trim().parse::<i32>().ok())
         .filter(|l| *l > 0)
         .filter(|_| tx_type == 0 || tx_type == message::sys_flag::TRANSACTION_COMMIT);
-    let (topic, queue_id, tags) = match delay.and_then(|l| {
-        let levels = &shard.ctx.delay_levels;
-        levels.delay_ms(l).map(|d| (l.min(levels.max_level()), d))
-    }) {
-        Some((level, delay_ms)) => {
-            props.retain(|(k, _)| k != keys::REAL_TOPIC && k != keys::REAL_QID);
-            props.push((keys::REAL_TOPIC.into(), m.topic.to_string()));
-            props.push((keys::REAL_QID.into(), m.queue_id.to_string()));
-            (
-                SCHEDULE_TOPIC.to_string(),
-                level - 1,
-                crate::broker::now_ms() + delay_ms,
-            )
-        }
-        None => {
-            let tag = props
-                .iter()
-                .find(|(k, _)| k == keys::TAGS)
-                .map(|(_, v)| v.as_str());
-            (m.topic.to_string(), m.queue_id, tags_code(tag))
+    let now = crate::broker::now_ms();
+    let timer_at = if delay.is_none() {
+        crate::broker::timer::requested_delivery(&props, now)?.filter(|at| *at > now)
+    } else {
+        None
+    };
+    let (topic, queue_id, tags) = if let Some(at) = timer_at {
+        props.retain(|(k, _)| {
+            k != keys::REAL_TOPIC && k != keys::REAL_QID && k != crate::broker::timer::TIMER_OUT_MS
+        });
+        props.push((keys::REAL_TOPIC.into(), m.topic.to_string()));
+        props.push((keys::REAL_QID.into(), m.queue_id.to_string()));
+        props.push((crate::broker::timer::TIMER_OUT_MS.into(), at.to_string()));
+        (
+            crate::broker::timer::TIMER_TOPIC.to_string(),
+            crate::broker::timer::TIMER_QUEUE as i32,
+            at,
+        )
+    } else {
+        match delay.and_then(|l| {
+            let levels = &shard.ctx.delay_levels;
+            levels.delay_ms(l).map(|d| (l.min(levels.max_level()), d))
+        }) {
+            Some((level, delay_ms)) => {
+                props.retain(|(k, _)| k != keys::REAL_TOPIC && k != keys::REAL_QID);
+                props.push((keys::REAL_TOPIC.into(), m.topic.to_string()));
+                props.push((keys::REAL_QID.into(), m.queue_id.to_string()));
+                (
+                    SCHEDULE_TOPIC.to_string(),
+                    level - 1,
+                    crate::broker::now_ms() + delay_ms,
+                )
+            }
+            None => {
+                let tag = props
+                    .iter()
+                    .find(|(k, _)| k == keys::TAGS)
+                    .map(|(_, v)| v.as_str());
+                (m.topic.to_string(), m.queue_id, tags_code(tag))
+            }
         }
     };
     let index = index_keys(&props);

@@ -11,12 +11,12 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::broker::long_poll::Waiter;
 use crate::broker::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
 use crate::config::BrokerConfig;
 use crate::constants::MAX_WAITERS_PER_QUEUE;
 use crate::protocol::msg_id::UniqKeyGenerator;
 use crate::remoting::Outbox;
-use crate::broker::long_poll::Waiter;
 use crate::runtime::Mesh;
 use crate::store::consume_queue::{ConsumeQueue, CqUnit};
 use crate::store::reader::CommitLogReader;
@@ -58,9 +58,13 @@ pub struct Shard {
     pub uniq: RefCell<UniqKeyGenerator>,
     /// Delay level -> next schedule-queue offset to deliver (levels whose queue we own).
     pub delay_progress: RefCell<BTreeMap<i32, i64>>,
+    /// The timer service's state, on the shard owning the timer queue only.
+    pub timer: RefCell<Option<crate::broker::timer::TimerState>>,
     next_conn: Cell<u64>,
     round_robin: Cell<u64>,
     pub stopping: Cell<bool>,
+    /// Set at shutdown before progress is gathered: schedule and timer deliveries stop.
+    pub paused: Cell<bool>,
 }
 
 impl Shard {
@@ -105,9 +109,11 @@ impl Shard {
             meta: meta.map(RefCell::new),
             uniq: RefCell::new(UniqKeyGenerator::new(ctx.store_host.ip())),
             delay_progress: RefCell::new(delay_progress),
+            timer: RefCell::new(None),
             next_conn: Cell::new(1),
             round_robin: Cell::new(0),
             stopping: Cell::new(false),
+            paused: Cell::new(false),
             ctx,
         }
     }

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use crate::broker::handler::BrokerHandler;
 use crate::broker::metadata::Metadata;
-use crate::broker::shard::{BrokerContext, OffsetTable};
 use crate::broker::schedule::{self, DelayLevels, SCHEDULE_TOPIC};
-use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, Shard};
+use crate::broker::shard::{BrokerContext, OffsetTable};
+use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, timer, Shard};
 use crate::config::BrokerConfig;
 use crate::constants::{IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, OUTBOX_CAPACITY, SHARD_MAILBOX_CAPACITY};
 use crate::remoting::connection::{serve, ConnLimits};
@@ -87,6 +87,7 @@ struct ShardParts {
     offsets: OffsetTable,
     meta: Option<Metadata>,
     delay_progress: std::collections::BTreeMap<i32, i64>,
+    timer_progress: timer::TimerProgress,
 }
 
 fn shard_count(cfg: &BrokerConfig) -> usize {
@@ -96,13 +97,19 @@ fn shard_count(cfg: &BrokerConfig) -> usize {
     runtime::available_cores().saturating_sub(1).max(1)
 }
 
-fn bind_all(addr: SocketAddr, n: usize) -> Result<(SocketAddr, Vec<std::net::TcpListener>), StartError> {
+fn bind_all(
+    addr: SocketAddr,
+    n: usize,
+) -> Result<(SocketAddr, Vec<std::net::TcpListener>), StartError> {
     let err = |source| StartError::Listen { addr, source };
     let first = bind_reuseport(addr).map_err(err)?;
     let actual = first.local_addr().map_err(err)?;
     let mut all = vec![first];
     for _ in 1..n {
-        all.push(bind_reuseport(actual).map_err(|source| StartError::Listen { addr: actual, source })?);
+        all.push(bind_reuseport(actual).map_err(|source| StartError::Listen {
+            addr: actual,
+            source,
+        })?);
     }
     Ok((actual, all))
 }
@@ -173,6 +180,8 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     }
     let offsets_split = offsets::load(&cfg.store.store_path_root_dir, n);
     let mut meta = Some(Metadata::load(&cfg));
+    let timer_owner = owner_of(timer::TIMER_TOPIC, timer::TIMER_QUEUE, n);
+    let mut timer_progress = Some(timer::load_progress(&cfg.store.store_path_root_dir));
     let mut parts = Vec::new();
     for (i, (((mesh, rx), (cqs, offsets)), delay_progress)) in meshes
         .into_iter()
@@ -193,6 +202,11 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             offsets,
             meta: if i == 0 { meta.take() } else { None },
             delay_progress,
+            timer_progress: if i == timer_owner {
+                timer_progress.take().unwrap_or_default()
+            } else {
+                timer::TimerProgress::default()
+            },
         }));
     }
     let parts = Arc::new(Mutex::new(parts));
@@ -228,7 +242,12 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
 
 async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     let is_meta = p.meta.is_some();
-    let topics = Arc::new(p.meta.as_ref().map(|m| m.topic_snapshot()).unwrap_or_default());
+    let topics = Arc::new(
+        p.meta
+            .as_ref()
+            .map(|m| m.topic_snapshot())
+            .unwrap_or_default(),
+    );
     let shard = Rc::new(Shard::new(
         i,
         p.mesh,
@@ -241,6 +260,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         p.delay_progress,
     ));
     schedule::start(&shard);
+    timer::start(&shard, p.timer_progress);
     if is_meta {
         admin::topics_changed(&shard);
         runtime::spawn(register::run(shard.clone()));
@@ -297,6 +317,7 @@ async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
 async fn periodic_meta(s0: Rc<Shard>) {
     let mut last_offsets: Vec<u8> = Vec::new();
     let mut last_delay: Vec<u8> = Vec::new();
+    let mut last_timer: Vec<u8> = Vec::new();
     let mut tick = 0u64;
     while !s0.stopping.get() {
         runtime::sleep(Duration::from_secs(5)).await;
@@ -309,6 +330,15 @@ async fn periodic_meta(s0: Rc<Shard>) {
                 delay.clone(),
             );
             last_delay = delay;
+        }
+        if let Some(t) = gather_timer(&s0).await {
+            if t != last_timer {
+                admin::persist_in_background(
+                    timer::progress_path(&s0.ctx.cfg.store.store_path_root_dir),
+                    t.clone(),
+                );
+                last_timer = t;
+            }
         }
         if bytes != last_offsets {
             admin::persist_in_background(
@@ -324,6 +354,19 @@ async fn periodic_meta(s0: Rc<Shard>) {
     }
 }
 
+/// The timer owner's progress bytes.
+async fn gather_timer(s0: &Rc<Shard>) -> Option<Vec<u8>> {
+    let owner = timer::owner(s0);
+    if owner == s0.id {
+        return timer::progress_bytes(s0);
+    }
+    s0.mesh
+        .call(owner, |s| async move { timer::progress_bytes(&s) })
+        .await
+        .ok()
+        .flatten()
+}
+
 impl BrokerHandle {
     /// Stops serving and shuts the store down cleanly (removes the abort file).
     pub fn shutdown(mut self) -> Result<(), crate::store::StoreError> {
@@ -332,19 +375,42 @@ impl BrokerHandle {
         let job: Job<Shard> = Box::new(move |s0: &Rc<Shard>| {
             let s0 = s0.clone();
             runtime::spawn(async move {
+                // Stop delayed and timed deliveries everywhere, let one in flight finish, then
+                // record progress: nothing recorded as pending was already delivered.
+                for i in 0..s0.mesh.len() {
+                    let _ = s0
+                        .mesh
+                        .post(i, Box::new(|s: &Rc<Shard>| s.paused.set(true)));
+                }
+                runtime::sleep(Duration::from_millis(300)).await;
                 let bytes = offsets::gather(&s0).await;
                 let delay = schedule::gather(&s0).await;
+                let timer_bytes = gather_timer(&s0).await;
                 let root = s0.ctx.cfg.store.store_path_root_dir.clone();
                 let (topics, topics_path, groups, groups_path) = {
                     let m = s0.meta().borrow();
-                    (m.topics_file_bytes(), m.topics_path(), m.groups_file_bytes(), m.groups_path())
+                    (
+                        m.topics_file_bytes(),
+                        m.topics_path(),
+                        m.groups_file_bytes(),
+                        m.groups_path(),
+                    )
                 };
                 let res = runtime::spawn_blocking(move || {
-                    crate::broker::metadata::write_config_file(&offsets::offsets_path(&root), &bytes)?;
+                    crate::broker::metadata::write_config_file(
+                        &offsets::offsets_path(&root),
+                        &bytes,
+                    )?;
                     crate::broker::metadata::write_config_file(
                         &schedule::delay_offsets_path(&root),
                         &delay,
                     )?;
+                    if let Some(t) = &timer_bytes {
+                        crate::broker::metadata::write_config_file(
+                            &timer::progress_path(&root),
+                            t,
+                        )?;
+                    }
                     crate::broker::metadata::write_config_file(&topics_path, &topics)?;
                     crate::broker::metadata::write_config_file(&groups_path, &groups)
                 })

@@ -90,8 +90,8 @@ impl SegmentAllocator {
 impl Drop for SegmentAllocator {
     fn drop(&mut self) {
         self.tx = None; // closes the request channel: the helper exits after its current job
-        // Receiving until disconnect both unblocks a helper sending its last result and waits
-        // for it to finish (its sender drops when it returns).
+                        // Receiving until disconnect both unblocks a helper sending its last result and waits
+                        // for it to finish (its sender drops when it returns).
         while self.rx.recv().is_ok() {}
         if let Some(t) = self.thread.take() {
             if t.join().is_err() {

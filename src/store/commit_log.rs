@@ -51,7 +51,9 @@ impl CommitLog {
         let mut names = list_segments(&dir)?;
         // A zero-length newest file is an interrupted creation: drop it.
         if let Some(&(start, ref path)) = names.last() {
-            let len = std::fs::metadata(path).map_err(|e| StoreError::io(path, e))?.len();
+            let len = std::fs::metadata(path)
+                .map_err(|e| StoreError::io(path, e))?
+                .len();
             if len == 0 {
                 std::fs::remove_file(path).map_err(|e| StoreError::io(path, e))?;
                 tracing::warn!(start, "removed zero-length commit-log segment");
@@ -65,7 +67,9 @@ impl CommitLog {
                 return Err(StoreError::Corrupt {
                     path: path.clone(),
                     offset: 0,
-                    reason: format!("segment start {start} breaks the sequence (expected {expect})"),
+                    reason: format!(
+                        "segment start {start} breaks the sequence (expected {expect})"
+                    ),
                 });
             }
             segments.push(MappedFile::open(path, *start, size)?);
@@ -117,8 +121,14 @@ impl CommitLog {
     /// Sets the write position to `end` after recovery: zeros the tail of its segment, deletes
     /// segments past it, makes sure the active segment exists, starts the allocator.
     pub fn recover_to(&mut self, end: u64, last_store_timestamp: i64) -> Result<(), StoreError> {
-        let first = self.segments.first().map_or(end - end % self.segment_size, MappedFile::start);
-        assert!(end >= first, "recovered end {end} below the first segment {first}");
+        let first = self
+            .segments
+            .first()
+            .map_or(end - end % self.segment_size, MappedFile::start);
+        assert!(
+            end >= first,
+            "recovered end {end} below the first segment {first}"
+        );
         let idx = ((end - first) / self.segment_size) as usize;
         while self.segments.len() > idx + 1 {
             let seg = self.segments.pop().expect("len checked");
@@ -192,7 +202,10 @@ impl CommitLog {
         let seg = &self.segments[self.active];
         let pos = (self.wrote - seg.start()) as usize;
         let remaining = seg.size() as usize - pos;
-        assert!(remaining >= BLANK_MARKER_LEN, "write position too close to the segment end");
+        assert!(
+            remaining >= BLANK_MARKER_LEN,
+            "write position too close to the segment end"
+        );
         if len + BLANK_MARKER_LEN > remaining {
             let seg = &mut self.segments[self.active];
             let buf = &mut seg.bytes_mut()[pos..pos + BLANK_MARKER_LEN];
@@ -215,7 +228,10 @@ impl CommitLog {
     fn roll(&mut self) -> Result<(), StoreError> {
         let next_start = self.segments[self.active].end();
         if self.active + 1 == self.segments.len() {
-            let alloc = self.allocator.as_mut().expect("allocator runs after recover_to");
+            let alloc = self
+                .allocator
+                .as_mut()
+                .expect("allocator runs after recover_to");
             let seg = alloc.take(next_start)?;
             self.segments.push(seg);
         }

@@ -49,7 +49,9 @@ pub struct StoreConfig {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default();
         StoreConfig {
             store_path_root_dir: home.join("store"),
             mapped_file_size_commit_log: COMMIT_LOG_FILE_SIZE_DEFAULT,

@@ -185,7 +185,12 @@ impl MappedFile {
         let mode = libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE;
         // SAFETY: plain syscall on a valid, owned fd; the range lies inside the file.
         let rc = unsafe {
-            libc::fallocate(self.file.as_raw_fd(), mode, off as libc::off_t, len as libc::off_t)
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                mode,
+                off as libc::off_t,
+                len as libc::off_t,
+            )
         };
         if rc != 0 {
             self.map[off..].fill(0);

@@ -67,7 +67,10 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
         tracing::warn!(end, "recovered commit log after an abnormal exit");
     }
     commit_log.recover_to(end, last_ts)?;
-    let queue_offsets = cqs.iter().map(|(k, cq)| (k.clone(), cq.max_offset())).collect();
+    let queue_offsets = cqs
+        .iter()
+        .map(|(k, cq)| (k.clone(), cq.max_offset()))
+        .collect();
     create_abort(root)?;
     Ok(OpenedStore {
         commit_log,
@@ -93,7 +96,11 @@ fn scan_start(
     }
     if !crashed {
         // Clean exit: every queue was flushed; resume at the segment holding the newest unit.
-        let from = cqs.values().filter_map(ConsumeQueue::max_phy_offset).max().unwrap_or(0);
+        let from = cqs
+            .values()
+            .filter_map(ConsumeQueue::max_phy_offset)
+            .max()
+            .unwrap_or(0);
         let idx = from.saturating_sub(segs[0].start()) / log.segment_size();
         return (idx as usize).min(segs.len() - 1);
     }
@@ -184,7 +191,9 @@ fn scan(
                     pos += len as u64;
                     last_ts = rec.store_timestamp;
                 }
-                Err(RecordError::Blank { remaining }) if remaining as usize == bytes.len() - off => {
+                Err(RecordError::Blank { remaining })
+                    if remaining as usize == bytes.len() - off =>
+                {
                     pos = seg.end();
                     continue 'segments;
                 }
@@ -241,7 +250,10 @@ mod tests {
     fn tags_code_is_java_hash() {
         assert_eq!(java_string_hash("TagA"), 2_598_919);
         assert_eq!(java_string_hash(""), 0);
-        assert_eq!(tags_code("TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}"), 2_598_919);
+        assert_eq!(
+            tags_code("TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}"),
+            2_598_919
+        );
         assert_eq!(tags_code("KEYS\u{1}k\u{2}"), 0);
         let keys = index_keys("KEYS\u{1}k1 k2\u{2}UNIQ_KEY\u{1}U\u{2}");
         assert_eq!(keys, vec!["k1", "k2", "U"]);

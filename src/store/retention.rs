@@ -67,7 +67,8 @@ pub fn run(
     let mut deleted = Vec::new();
     while deleted.len() < RETENTION_MAX_DELETES_PER_CHECK && log.segments().len() > 1 {
         let oldest = &log.segments()[0];
-        let meta = std::fs::metadata(oldest.path()).map_err(|e| StoreError::io(oldest.path(), e))?;
+        let meta =
+            std::fs::metadata(oldest.path()).map_err(|e| StoreError::io(oldest.path(), e))?;
         let mtime = meta
             .modified()
             .map_err(|e| StoreError::io(oldest.path(), e))?;

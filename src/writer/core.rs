@@ -13,15 +13,14 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::flusher::{FlushJob, Flusher};
 use super::{
-    AppendOutcome, AppendRequest, AppendStatus, Dispatcher, DispatchUnit, Msg, Published,
+    AppendOutcome, AppendRequest, AppendStatus, DispatchUnit, Dispatcher, Msg, Published,
     WriterParts,
 };
 use crate::constants::{OS_PAGE_SIZE, WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS};
 use crate::protocol::message;
 use crate::store::files::remove_abort;
 use crate::store::{
-    retention, Checkpoint, CommitLog, CqUnit, FlushDiskType, IndexService, StoreConfig,
-    StoreError,
+    retention, Checkpoint, CommitLog, CqUnit, FlushDiskType, IndexService, StoreConfig, StoreError,
 };
 
 pub(super) struct WriterCore {

@@ -22,8 +22,7 @@ use crossbeam_channel::{bounded, Sender, TrySendError};
 
 use crate::constants::WRITER_INBOX_CAPACITY;
 use crate::store::{
-    Checkpoint, CommitLog, ConsumeQueue, CqUnit, IndexService, OpenedStore, StoreConfig,
-    StoreError,
+    Checkpoint, CommitLog, ConsumeQueue, CqUnit, IndexService, OpenedStore, StoreConfig, StoreError,
 };
 
 /// One encoded record to append.

@@ -33,8 +33,12 @@ fn append_assigns_offsets_and_dispatches() {
     let col = CollectingDispatcher::default();
     let w = start(&c, Box::new(col.clone()));
     let s = w.clone_sender();
-    let a = append_wait(&s, vec![record("A", 0, b"a0", ""), record("A", 1, b"a1", "")], true)
-        .unwrap();
+    let a = append_wait(
+        &s,
+        vec![record("A", 0, b"a0", ""), record("A", 1, b"a1", "")],
+        true,
+    )
+    .unwrap();
     assert_eq!(a.status, AppendStatus::PutOk);
     assert_eq!(a.queue_offsets, vec![0, 0]);
     assert_eq!(a.phy_offsets[0], 0);
@@ -49,7 +53,10 @@ fn append_assigns_offsets_and_dispatches() {
     let mut r = CommitLogReader::new(dir.path(), c.mapped_file_size_commit_log);
     let u = units[2].unit;
     let rec = decode(r.read(u.phy_offset, u.size).unwrap(), true).unwrap();
-    assert_eq!((rec.body, rec.queue_offset, rec.phy_offset), (&b"a2"[..], 1, u.phy_offset as i64));
+    assert_eq!(
+        (rec.body, rec.queue_offset, rec.phy_offset),
+        (&b"a2"[..], 1, u.phy_offset as i64)
+    );
     assert_eq!(rec.store_timestamp, b.store_timestamp);
     w.shutdown().unwrap();
     assert!(!dir.path().join("abort").exists());
@@ -77,8 +84,14 @@ fn segment_roll_and_reopen() {
     let fits = (seg as usize - 8) / rec_len; // records that leave 8 bytes free
     let blank_at = fits * rec_len;
     let remaining = seg as usize - blank_at;
-    assert_eq!(&seg0[blank_at..blank_at + 4], &(remaining as u32).to_be_bytes());
-    assert_eq!(&seg0[blank_at + 4..blank_at + 8], &BLANK_MAGIC.to_be_bytes());
+    assert_eq!(
+        &seg0[blank_at..blank_at + 4],
+        &(remaining as u32).to_be_bytes()
+    );
+    assert_eq!(
+        &seg0[blank_at + 4..blank_at + 8],
+        &BLANK_MAGIC.to_be_bytes()
+    );
     let w = start(&c, Box::new(NullDispatcher));
     let again = append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
     assert_eq!(again.queue_offsets, vec![30]);
@@ -93,7 +106,12 @@ fn disk_full_on_segment_allocation_rolls_back() {
     let dir = tempfile::tempdir().unwrap();
     let seg = 128 << 10;
     // Call 0 is the first segment at open; 1 the background preallocation; 2 the retry.
-    let fault = Arc::new(FailNth::new(FaultPoint::AllocateSegment, 1, 2, libc::ENOSPC));
+    let fault = Arc::new(FailNth::new(
+        FaultPoint::AllocateSegment,
+        1,
+        2,
+        libc::ENOSPC,
+    ));
     let c = StoreConfig {
         fault: Some(FaultHook(fault.clone())),
         ..cfg(dir.path(), seg)
@@ -109,9 +127,16 @@ fn disk_full_on_segment_allocation_rolls_back() {
         }
     };
     assert!(matches!(err, StoreError::DiskFull(_)), "{err}");
-    assert_eq!(w.max_phy_offset(), ok.last().unwrap().phy_offsets[0] + 10_092);
+    assert_eq!(
+        w.max_phy_offset(),
+        ok.last().unwrap().phy_offsets[0] + 10_092
+    );
     let again = append_wait(&s, vec![record("T", 0, &body, "")], true).unwrap();
-    assert_eq!(again.queue_offsets[0], ok.len() as u64, "no queue offset was lost");
+    assert_eq!(
+        again.queue_offsets[0],
+        ok.len() as u64,
+        "no queue offset was lost"
+    );
     assert_eq!(again.phy_offsets[0], seg);
     w.abandon().unwrap();
     let o = open(&c).unwrap();

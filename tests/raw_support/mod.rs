@@ -152,7 +152,9 @@ impl Conn {
     pub fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand {
         let op = self.send(cmd);
         loop {
-            let r = self.read().expect("connection closed while waiting for a response");
+            let r = self
+                .read()
+                .expect("connection closed while waiting for a response");
             if r.is_response() && r.opaque == op {
                 return r;
             }
