@@ -5,13 +5,12 @@
 //!
 //! Record content is a pure function of the seed (`expected_body`), duplicated in the test.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use ringmq::store::{open, ConsumeQueue, CqUnit, FlushDiskType, StoreConfig};
-use ringmq::writer::testkit::{append_wait, record};
-use ringmq::writer::{spawn_writer, DispatchUnit, Dispatcher, WriterParts};
+use ringmq::store::{open, FlushDiskType, StoreConfig};
+use ringmq::writer::testkit::{append_wait, record, CqDispatcher};
+use ringmq::writer::{spawn_writer, WriterParts};
 
 /// Deterministic body for a seed: length 1..=3000, bytes from a xorshift stream.
 fn expected_body(seed: u64) -> Vec<u8> {
@@ -26,31 +25,6 @@ fn expected_body(seed: u64) -> Vec<u8> {
     (0..len).map(|_| next() as u8).collect()
 }
 
-/// Applies units to consume queues the way an owner shard would.
-struct CqDispatcher {
-    root: PathBuf,
-    cqs: HashMap<(String, u32), ConsumeQueue>,
-}
-
-impl Dispatcher for CqDispatcher {
-    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
-        for u in units {
-            let key = (u.topic.clone(), u.queue_id);
-            if !self.cqs.contains_key(&key) {
-                let cq = ConsumeQueue::open(&self.root, &u.topic, u.queue_id, 6_000_000)
-                    .expect("open consume queue");
-                self.cqs.insert(key.clone(), cq);
-            }
-            let unit: CqUnit = u.unit;
-            self.cqs
-                .get_mut(&key)
-                .expect("inserted")
-                .put(u.queue_offset, unit)
-                .expect("cq put");
-        }
-    }
-}
-
 fn main() {
     let mut args = std::env::args().skip(1);
     let root = PathBuf::from(args.next().expect("usage: store_torture <dir> [threads]"));
@@ -63,14 +37,7 @@ fn main() {
     };
     let opened = open(&cfg).expect("open store");
     let (parts, cqs) = WriterParts::from_opened(opened);
-    let cqs = cqs
-        .into_iter()
-        .map(|c| ((c.topic().to_string(), c.queue_id()), c))
-        .collect();
-    let dispatcher = CqDispatcher {
-        root: root.clone(),
-        cqs,
-    };
+    let dispatcher = CqDispatcher::new(root.clone(), cfg.mapped_file_size_consume_queue, cqs);
     let writer = spawn_writer(parts, &cfg, Box::new(dispatcher)).expect("spawn writer");
     // Seeds must not repeat across restarts: start from the wall clock in microseconds.
     let base = std::time::SystemTime::now()
