@@ -149,7 +149,10 @@ fn main() {
     let mb = env_u64("RINGMQ_BENCH_MB", 1024);
     let sync_secs = env_u64("RINGMQ_BENCH_SYNC_SECS", 5);
     let threads = env_u64("RINGMQ_BENCH_SYNC_THREADS", 64);
-    println!("commit_log_append: dir {}, {mb} MiB, 1 KiB records", dir.display());
+    println!(
+        "commit_log_append: dir {}, {mb} MiB, 1 KiB records",
+        dir.display()
+    );
 
     let raw = raw_rate(&dir, mb << 20);
     println!("raw preallocated write + fdatasync: {raw:.0} MB/s");

@@ -139,7 +139,9 @@ fn run(ops: Vec<Op>, sync: bool) -> Result<(), TestCaseError> {
                     if let Some(prev) = m.acked.last() {
                         let prev_end = prev.phy + 92 + prev.body.len() as u64;
                         // Either right after the previous record, or at the next segment start.
-                        prop_assert!(phy == prev_end || (phy.is_multiple_of(SEG) && phy > prev_end));
+                        prop_assert!(
+                            phy == prev_end || (phy.is_multiple_of(SEG) && phy > prev_end)
+                        );
                     }
                     prop_assert_eq!(phy / SEG, (phy + 92 + b.len() as u64 - 1) / SEG);
                     m.acked.push(Acked {
