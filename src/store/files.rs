@@ -17,6 +17,9 @@ use crate::constants::{CHECKPOINT_FILE_SIZE, CHECKPOINT_USED_LEN};
 use crate::store::mapped_file::sync_dir;
 use crate::store::StoreError;
 
+const LOCK_RETRIES: u32 = 20;
+const LOCK_RETRY_SLEEP_MS: u64 = 50;
+
 /// Holds `flock(LOCK_EX)` on `<root>/lock` until dropped.
 #[derive(Debug)]
 pub struct StoreLock {
@@ -33,17 +36,25 @@ impl StoreLock {
             .truncate(false)
             .open(&path)
             .map_err(|e| StoreError::io(&path, e))?;
-        // SAFETY: plain syscall on a valid, owned fd.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
+        // A just-exited holder (or a forked child before its exec closes the inherited fd)
+        // can hold the lock for a moment: retry briefly before reporting another broker.
+        for attempt in 0..=LOCK_RETRIES {
+            // SAFETY: plain syscall on a valid, owned fd.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            if rc == 0 {
+                break;
+            }
             let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(StoreError::io(&path, e));
+            }
+            if attempt == LOCK_RETRIES {
                 return Err(StoreError::NotWritable(format!(
                     "{} is locked by another running broker",
                     root.display()
                 )));
             }
-            return Err(StoreError::io(&path, e));
+            std::thread::sleep(std::time::Duration::from_millis(LOCK_RETRY_SLEEP_MS));
         }
         Ok(StoreLock { _file: file })
     }

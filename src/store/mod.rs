@@ -18,10 +18,6 @@ pub mod reader;
 pub mod recovery;
 pub mod retention;
 
-// TODO(merge): the CQ worker's consume_queue/index_file replace this stand-in. At merge:
-// delete standin_cq.rs and change these two lines to
-//   pub use consume_queue::{list_queues, ConsumeQueue, CqUnit, CQ_UNIT_SIZE};
-//   pub use index_file::IndexService;
 pub use consume_queue::{list_queues, ConsumeQueue, CqUnit, CQ_UNIT_SIZE};
 pub use index_file::IndexService;
 

@@ -1,7 +1,9 @@
 //! Support for tests, the crash-test driver and benches: build records, append and wait for
 //! the reply, collect dispatched units. Not used by the broker itself.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bytes::BytesMut;
@@ -9,7 +11,7 @@ use crossbeam_channel::bounded;
 
 use super::{AppendOutcome, AppendRecord, AppendRequest, DispatchUnit, Dispatcher, WriterSender};
 use crate::protocol::message::{encode, MessageToStore};
-use crate::store::StoreError;
+use crate::store::{ConsumeQueue, StoreError};
 
 /// An encoded record for `topic`/`queue_id` with this body and properties.
 pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> AppendRecord {
@@ -82,4 +84,40 @@ pub struct NullDispatcher;
 
 impl Dispatcher for NullDispatcher {
     fn dispatch(&mut self, _units: Vec<DispatchUnit>) {}
+}
+
+/// Applies units to consume queues the way an owner shard would (panics on I/O errors: tests).
+pub struct CqDispatcher {
+    root: PathBuf,
+    cq_file_size: u64,
+    cqs: HashMap<(String, u32), ConsumeQueue>,
+}
+
+impl CqDispatcher {
+    pub fn new(root: PathBuf, cq_file_size: u64, cqs: Vec<ConsumeQueue>) -> Self {
+        let cqs = cqs
+            .into_iter()
+            .map(|c| ((c.topic().to_string(), c.queue_id()), c))
+            .collect();
+        CqDispatcher {
+            root,
+            cq_file_size,
+            cqs,
+        }
+    }
+}
+
+impl Dispatcher for CqDispatcher {
+    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
+        for u in units {
+            let key = (u.topic.clone(), u.queue_id);
+            if !self.cqs.contains_key(&key) {
+                let cq = ConsumeQueue::open(&self.root, &u.topic, u.queue_id, self.cq_file_size)
+                    .expect("open consume queue");
+                self.cqs.insert(key.clone(), cq);
+            }
+            let cq = self.cqs.get_mut(&key).expect("inserted above");
+            cq.put(u.queue_offset, u.unit).expect("consume queue put");
+        }
+    }
 }
