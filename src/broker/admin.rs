@@ -259,14 +259,11 @@ pub fn check_client_config(
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, BrokerError> {
     let req: CheckClientRequestBody = body::from_json(&cmd.body)?;
-    let sql = req
-        .subscription_data
-        .expression_type
-        .eq_ignore_ascii_case("SQL92");
-    if sql && !shard.ctx.cfg.enable_property_filter {
-        return Err(BrokerError::System(
-            "The broker does not support consumer to filter message by SQL92".into(),
-        ));
-    }
+    let sub = &req.subscription_data;
+    crate::broker::pull::MsgFilter::build(
+        &sub.sub_string,
+        Some(&sub.expression_type),
+        shard.ctx.cfg.enable_property_filter,
+    )?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
 }

@@ -92,6 +92,69 @@ impl TagFilter {
     }
 }
 
+/// A pull's filter: tags (by ConsumeQueue hash, confirmed on the record) or an SQL92 selector
+/// evaluated over the record's properties.
+#[derive(Clone, Debug)]
+pub enum MsgFilter {
+    Tag(TagFilter),
+    Sql(crate::filter::Sql92Filter),
+}
+
+impl MsgFilter {
+    /// Builds the filter for an expression of `expression_type` (TAG when absent).
+    pub fn build(
+        expr: &str,
+        expression_type: Option<&str>,
+        sql_enabled: bool,
+    ) -> Result<MsgFilter, BrokerError> {
+        let is_sql = expression_type.map(|t| t.eq_ignore_ascii_case("SQL92")) == Some(true);
+        if !is_sql {
+            return Ok(MsgFilter::Tag(TagFilter::parse(expr)));
+        }
+        if !sql_enabled {
+            return Err(sql92_unsupported());
+        }
+        let e = expr.trim();
+        if e.is_empty() || e == "*" {
+            return Ok(MsgFilter::Tag(TagFilter(None)));
+        }
+        crate::filter::Sql92Filter::compile(e)
+            .map(MsgFilter::Sql)
+            .map_err(|err| BrokerError::SubscriptionParseFailed(format!("{e}: {err}")))
+    }
+
+    fn accepts_unit(&self, tags_code: i64) -> bool {
+        match self {
+            MsgFilter::Tag(t) => t.accepts(tags_code),
+            MsgFilter::Sql(_) => true,
+        }
+    }
+
+    fn needs_record(&self) -> bool {
+        match self {
+            MsgFilter::Tag(t) => t.needs_exact_check(),
+            MsgFilter::Sql(_) => true,
+        }
+    }
+
+    /// Checks the decoded properties of a candidate record.
+    fn accepts_properties(&self, props: &str) -> bool {
+        match self {
+            MsgFilter::Tag(t) => t.accepts_tag(crate::protocol::properties::get(props, "TAGS")),
+            MsgFilter::Sql(f) => {
+                let parsed = crate::protocol::properties::parse(props);
+                f.matches(&|k| {
+                    parsed
+                        .iter()
+                        .rev()
+                        .find(|(n, _)| n == k)
+                        .map(|(_, v)| v.as_str())
+                })
+            }
+        }
+    }
+}
+
 /// What the owner shard needs to serve a pull.
 pub struct PullQuery {
     pub topic: String,
@@ -100,7 +163,7 @@ pub struct PullQuery {
     pub offset: i64,
     pub max_msgs: usize,
     pub max_bytes: usize,
-    pub filter: TagFilter,
+    pub filter: MsgFilter,
     pub commit_offset: Option<i64>,
     pub suspend: Option<Duration>,
 }
@@ -193,13 +256,14 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
 async fn resolve_filter(
     shard: &Rc<Shard>,
     h: &PullMessageRequestHeader,
-) -> Result<TagFilter, BrokerError> {
-    let is_sql = |t: Option<&str>| t.map(|t| t.eq_ignore_ascii_case("SQL92")) == Some(true);
+) -> Result<MsgFilter, BrokerError> {
+    let sql_enabled = shard.ctx.cfg.enable_property_filter;
     if h.sys_flag & FLAG_SUBSCRIPTION != 0 {
-        if is_sql(h.expression_type.as_deref()) {
-            return Err(sql92_unsupported());
-        }
-        return Ok(TagFilter::parse(h.subscription.as_deref().unwrap_or("*")));
+        return MsgFilter::build(
+            h.subscription.as_deref().unwrap_or("*"),
+            h.expression_type.as_deref(),
+            sql_enabled,
+        );
     }
     let local = shard
         .subs
@@ -224,8 +288,10 @@ async fn resolve_filter(
         }
     };
     match sub {
-        Some(s) if is_sql(Some(&s.expression_type)) => Err(sql92_unsupported()),
-        Some(s) => Ok(TagFilter::from_subscription(&s)),
+        Some(s) if s.expression_type.eq_ignore_ascii_case("SQL92") => {
+            MsgFilter::build(&s.sub_string, Some("SQL92"), sql_enabled)
+        }
+        Some(s) => Ok(MsgFilter::Tag(TagFilter::from_subscription(&s))),
         None => Err(BrokerError::SubscriptionNotExist(h.consumer_group.clone())),
     }
 }
@@ -307,10 +373,10 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
             break;
         }
         offset += 1;
-        if !q.filter.accepts(unit.tags_code) {
+        if !q.filter.accepts_unit(unit.tags_code) {
             continue;
         }
-        if q.filter.needs_exact_check() && !exact_tag_matches(s, &q.filter, unit) {
+        if q.filter.needs_record() && !record_matches(s, &q.filter, unit) {
             continue;
         }
         bytes += unit.size as usize;
@@ -327,10 +393,11 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
     ans
 }
 
-/// Reads the record's TAGS to rule out a hash collision; an unreadable record is skipped.
-fn exact_tag_matches(
+/// Reads a candidate record's properties: the exact tag (ruling out a hash collision) or the
+/// SQL92 selector. An unreadable record is skipped, never sent.
+fn record_matches(
     s: &Shard,
-    filter: &TagFilter,
+    filter: &MsgFilter,
     unit: crate::store::consume_queue::CqUnit,
 ) -> bool {
     let mut reader = s.reader.borrow_mut();
@@ -338,7 +405,7 @@ fn exact_tag_matches(
         return false;
     };
     match crate::protocol::message::decode(bytes, false) {
-        Ok(r) => filter.accepts_tag(crate::protocol::properties::get(r.properties, "TAGS")),
+        Ok(r) => filter.accepts_properties(r.properties),
         Err(_) => false,
     }
 }
