@@ -84,7 +84,7 @@ fn batch_messages_are_all_consumed() {
                 assert_eq!(r.keys.as_deref(), Some(format!("kb-{b}-{i}").as_str()));
                 assert_eq!(r.tags.as_deref(), Some("TagBatch"));
                 assert_eq!(
-                    r.msg_id, ids[i],
+                    &r.msg_id, id,
                     "msgId of {body} differs from the batch SendResult"
                 );
                 assert_eq!(r.queue_id, *queue, "a batch goes to one queue");
