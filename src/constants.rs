@@ -1,1 +1,117 @@
 //! Every limit and on-disk size, related by const asserts so they cannot drift apart.
+
+// ---- protocol limits (owner: protocol) ----
+
+/// Largest frame (bytes after the 4-byte length prefix) we accept: Java's
+/// `com.rocketmq.remoting.frameMaxLength` default, 16 MiB.
+pub const MAX_FRAME_LEN: usize = 16 * 1024 * 1024;
+/// The header length shares its 32-bit word with the serialize type byte: 24 bits remain.
+pub const MAX_HEADER_LEN: usize = 0x00FF_FFFF;
+/// The stored and batch properties length is a Java short.
+pub const MAX_PROPERTIES_LEN: usize = i16::MAX as usize;
+/// Upper bound on messages in one SEND_BATCH_MESSAGE body; each record is at least 22 bytes,
+/// so a maximal frame cannot carry more than this anyway.
+pub const MAX_BATCH_ENTRIES: usize = MAX_FRAME_LEN / BATCH_RECORD_MIN_LEN;
+/// Smallest batch record: totalSize, magic, bodyCRC, flag, bodyLen (5 ints) + propertiesLen (short).
+pub const BATCH_RECORD_MIN_LEN: usize = 5 * 4 + 2;
+
+const _: () = assert!(MAX_HEADER_LEN < MAX_FRAME_LEN);
+const _: () = assert!(MAX_FRAME_LEN <= i32::MAX as usize);
+const _: () = assert!(MAX_BATCH_ENTRIES * BATCH_RECORD_MIN_LEN <= MAX_FRAME_LEN);
+/// Cap on the inflated size of a compressed REGISTER_BROKER body (zlib bomb guard); a broker
+/// with 100k topics needs well under this.
+pub const MAX_REGISTER_BODY_INFLATED_LEN: usize = 64 * 1024 * 1024;
+const _: () = assert!(MAX_REGISTER_BODY_INFLATED_LEN >= MAX_FRAME_LEN);
+
+// ---- connections and broker limits ----
+
+/// Bytes read from a socket per read call.
+pub const READ_CHUNK: usize = 64 * 1024;
+/// Requests of one connection being served at once; reading pauses beyond it.
+pub const MAX_INFLIGHT_PER_CONN: usize = 1024;
+/// Frames waiting to be written on one connection; a client that lets it fill is disconnected.
+pub const OUTBOX_CAPACITY: usize = 2 * MAX_INFLIGHT_PER_CONN;
+/// Jobs waiting in one shard's mailbox.
+pub const SHARD_MAILBOX_CAPACITY: usize = 65_536;
+/// Long-polling pulls parked on one queue.
+pub const MAX_WAITERS_PER_QUEUE: usize = 1024;
+/// Connections one broker accepts across its shards.
+pub const MAX_CONNECTIONS: usize = 10_000;
+/// Idle connections close after this long (RocketMQ's serverChannelMaxIdleTimeSeconds).
+pub const IDLE_TIMEOUT_SECS: u64 = 120;
+/// Pull limits when the request asks for more (maxTransferCountOnMessageInMemory / bytes).
+pub const MAX_PULL_MSGS: usize = 32;
+pub const MAX_PULL_BYTES: usize = 256 * 1024;
+/// Messages one batch send may carry.
+pub const MAX_BATCH_MESSAGES: usize = 4096;
+
+const _: () = assert!(OUTBOX_CAPACITY > MAX_INFLIGHT_PER_CONN);
+const _: () = assert!(READ_CHUNK <= MAX_FRAME_LEN);
+
+// ---- ConsumeQueue and IndexFile on-disk sizes (PROTOCOL.md 4.3, 4.4) ----
+
+/// One ConsumeQueue unit: phy_offset i64 | size i32 | tags_code i64, big-endian.
+pub const CQ_UNIT_SIZE: u64 = 20;
+/// Default ConsumeQueue file size (`mappedFileSizeConsumeQueue`): 300_000 units.
+pub const CQ_FILE_SIZE_DEFAULT: u64 = 6_000_000;
+const _: () = assert!(CQ_UNIT_SIZE == 8 + 4 + 8);
+const _: () = assert!(CQ_FILE_SIZE_DEFAULT.is_multiple_of(CQ_UNIT_SIZE));
+const _: () = assert!(CQ_FILE_SIZE_DEFAULT / CQ_UNIT_SIZE == 300_000);
+
+/// IndexFile header: begin/end timestamp, begin/end phy_offset (4 longs), slot and index counts.
+pub const INDEX_HEADER_SIZE: u64 = 40;
+/// One hash slot: the i32 number of the newest entry in its chain.
+pub const INDEX_SLOT_SIZE: u64 = 4;
+/// One index entry: key_hash i32 | phy_offset i64 | time_diff_s i32 | prev_index i32.
+pub const INDEX_ENTRY_SIZE: u64 = 20;
+/// Default `maxHashSlotNum`.
+pub const INDEX_HASH_SLOT_NUM_DEFAULT: u32 = 5_000_000;
+/// Default `maxIndexNum` (entry 0 is never used, so a file holds one fewer key).
+pub const INDEX_NUM_DEFAULT: u32 = 20_000_000;
+/// Default IndexFile size, 420_000_040 bytes.
+pub const INDEX_FILE_SIZE_DEFAULT: u64 = INDEX_HEADER_SIZE
+    + INDEX_HASH_SLOT_NUM_DEFAULT as u64 * INDEX_SLOT_SIZE
+    + INDEX_NUM_DEFAULT as u64 * INDEX_ENTRY_SIZE;
+const _: () = assert!(INDEX_HEADER_SIZE == 4 * 8 + 2 * 4);
+const _: () = assert!(INDEX_ENTRY_SIZE == 4 + 8 + 4 + 4);
+const _: () = assert!(INDEX_FILE_SIZE_DEFAULT == 420_000_040);
+
+// ---- store (owner: STORE worker) ----------------------------------------------------------
+
+/// RocketMQ's default CommitLog segment size (`mappedFileSizeCommitLog`).
+pub const COMMIT_LOG_FILE_SIZE_DEFAULT: u64 = 1 << 30;
+/// RocketMQ's default ConsumeQueue file size: 300,000 units of 20 bytes.
+pub const CONSUME_QUEUE_FILE_SIZE_DEFAULT: u64 = 6_000_000;
+/// Largest message body the broker accepts (`maxMessageSize`).
+pub const MAX_MESSAGE_SIZE_DEFAULT: usize = 4 << 20;
+/// Room for the fixed fields, topic and properties on top of the body in one stored record.
+pub const MAX_RECORD_OVERHEAD: usize = 64 << 10;
+/// Page size used to count dirty pages for `flushCommitLogLeastPages`.
+pub const OS_PAGE_SIZE: u64 = 4096;
+/// The checkpoint file is one 4 KiB page (PROTOCOL.md 4.5).
+pub const CHECKPOINT_FILE_SIZE: usize = 4096;
+/// Bytes of the checkpoint actually used: five longs.
+pub const CHECKPOINT_USED_LEN: usize = 40;
+/// Requests the writer inbox holds before `try_append` answers busy.
+pub const WRITER_INBOX_CAPACITY: usize = 4096;
+/// Upper bound of records in one writer batch (soft: a batch always takes one whole request).
+pub const WRITER_BATCH_MAX_RECORDS: usize = 1024;
+/// Upper bound of bytes in one writer batch (soft, as above).
+pub const WRITER_BATCH_MAX_BYTES: usize = 4 << 20;
+/// Segments a `CommitLogReader` keeps mapped.
+pub const READER_CACHE_SEGMENTS: usize = 8;
+/// Appends fail past `disk_max_used_space_ratio + this`, capped at `DISK_HARD_LIMIT_MAX_PCT`.
+pub const DISK_HARD_LIMIT_EXTRA_PCT: u32 = 10;
+pub const DISK_HARD_LIMIT_MAX_PCT: u32 = 95;
+/// How often the writer checks retention (file age and disk usage).
+pub const RETENTION_CHECK_INTERVAL_MS: u64 = 10_000;
+/// Commit-log file names are 20-digit zero-padded start offsets.
+pub const SEGMENT_FILE_NAME_LEN: usize = 20;
+
+const _: () = assert!(CHECKPOINT_USED_LEN <= CHECKPOINT_FILE_SIZE);
+const _: () = assert!(
+    (MAX_MESSAGE_SIZE_DEFAULT + MAX_RECORD_OVERHEAD) as u64 + 8 < COMMIT_LOG_FILE_SIZE_DEFAULT
+);
+const _: () = assert!(WRITER_BATCH_MAX_RECORDS <= WRITER_INBOX_CAPACITY);
+const _: () = assert!(DISK_HARD_LIMIT_MAX_PCT <= 100);
+const _: () = assert!(CONSUME_QUEUE_FILE_SIZE_DEFAULT.is_multiple_of(20));

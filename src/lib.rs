@@ -1,18 +1,24 @@
 //! ringmq: a message broker and name server that speaks Apache RocketMQ's remoting protocol.
 //!
-//! Layout (see ARCHITECTURE.md at the repository root for the invariants):
+//! Layout (the invariants are in ARCHITECTURE.md at the repository root):
 //! - `constants`: every limit and on-disk size in one place.
 //! - `protocol`: pure codec, no I/O (frames, RemotingCommand, typed headers, JSON bodies,
 //!   stored-message records).
 //! - `store`: CommitLog segments, ConsumeQueue, IndexFile, checkpoint, recovery, retention.
 //! - `writer`: the single CommitLog writer thread (sequencer, flush policy, publish).
-//! - `runtime`: the only module that names glommio: shards, pinning, cross-core mesh.
-//! - `remoting`: sockets: listeners, connection loops, zero-copy sendfile.
+//! - `runtime`: the only module that names glommio: shards, pinning, cross-core mesh, sockets.
+//! - `remoting`: the connection loop shared by broker and name server, zero-copy writes.
 //! - `broker`: request handlers and broker state (topics, groups, offsets, long polling).
-//! - `namesrv`: route table, broker liveness, KV config.
+//! - `namesrv`: route table, broker liveness, KV config (pure); `namesrv_server` runs it.
 //! - `config`: broker.conf (RocketMQ key=value names) and CLI overrides.
 
+pub mod broker;
+pub mod config;
 pub mod constants;
+pub mod namesrv;
+pub mod namesrv_server;
 pub mod protocol;
+pub mod remoting;
+pub mod runtime;
 pub mod store;
 pub mod writer;

@@ -1,1 +1,174 @@
-fn main() {}
+//! ringmq command line: `serve` (name server + broker in one process, the embedded default),
+//! `namesrv`, `broker -c broker.conf`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+
+use ringmq::broker::start_broker;
+use ringmq::config::BrokerConfig;
+use ringmq::namesrv_server::start_namesrv;
+
+#[derive(Parser)]
+#[command(name = "ringmq", version, about = "A RocketMQ wire-compatible message broker")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Name server (9876) and broker (10911, fast port 10909) in one process, store in ./data.
+    Serve(ServeArgs),
+    /// The name server alone.
+    Namesrv {
+        #[arg(long, default_value = "0.0.0.0:9876")]
+        listen: SocketAddr,
+        /// Where KV config is persisted.
+        #[arg(long, default_value = "./namesrv/kvConfig.json")]
+        kv_config: PathBuf,
+    },
+    /// The broker alone, configured by a RocketMQ broker.conf.
+    Broker(BrokerArgs),
+}
+
+#[derive(Args)]
+struct BrokerArgs {
+    /// RocketMQ broker.conf (key=value).
+    #[arg(short = 'c', long = "config")]
+    config: Option<PathBuf>,
+    /// Name server addresses, `host:port;host:port` (overrides namesrvAddr).
+    #[arg(short = 'n', long = "namesrv-addr")]
+    namesrv_addr: Option<String>,
+    /// Store root (overrides storePathRootDir).
+    #[arg(long)]
+    store_dir: Option<PathBuf>,
+    /// Broker listen address (overrides listenPort; the fast port follows at port - 2).
+    #[arg(long)]
+    broker_listen: Option<SocketAddr>,
+    /// Extra RocketMQ keys, `-o key=value` (repeatable).
+    #[arg(short = 'o', long = "option")]
+    options: Vec<String>,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[arg(long, default_value = "0.0.0.0:9876")]
+    namesrv_listen: SocketAddr,
+    #[command(flatten)]
+    broker: BrokerArgs,
+}
+
+fn broker_config(a: &BrokerArgs) -> Result<BrokerConfig, String> {
+    let mut cfg = match &a.config {
+        Some(p) => BrokerConfig::from_file(p).map_err(|e| e.to_string())?,
+        None => BrokerConfig::default(),
+    };
+    if let Some(n) = &a.namesrv_addr {
+        cfg.set("namesrvAddr", n).map_err(|e| e.to_string())?;
+    }
+    if let Some(d) = &a.store_dir {
+        cfg.store.store_path_root_dir = d.clone();
+    }
+    if let Some(l) = a.broker_listen {
+        let fast_default = cfg.fast_listen_port == cfg.listen_addr.port().saturating_sub(2);
+        cfg.listen_addr = l;
+        if fast_default {
+            cfg.fast_listen_port = if l.port() == 0 {
+                0
+            } else {
+                l.port().saturating_sub(2)
+            };
+        }
+    }
+    for o in &a.options {
+        let (k, v) = o
+            .split_once('=')
+            .ok_or_else(|| format!("option {o:?} is not key=value"))?;
+        cfg.set(k.trim(), v.trim()).map_err(|e| e.to_string())?;
+    }
+    cfg.validate().map_err(|e| e.to_string())?;
+    Ok(cfg)
+}
+
+/// Blocks until SIGINT or SIGTERM.
+fn wait_for_signal() {
+    static STOP: AtomicBool = AtomicBool::new(false);
+    extern "C" fn on_signal(_: libc::c_int) {
+        STOP.store(true, Ordering::SeqCst);
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    while !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RINGMQ_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ringmq: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let _keep = Arc::new(());
+    match cli.cmd {
+        Cmd::Namesrv { listen, kv_config } => {
+            let ns = start_namesrv(listen, Some(kv_config)).map_err(|e| e.to_string())?;
+            println!("namesrv listening on {}", ns.addr);
+            wait_for_signal();
+            ns.shutdown();
+            Ok(())
+        }
+        Cmd::Broker(a) => {
+            let cfg = broker_config(&a)?;
+            tracing::info!(config = ?cfg, "effective configuration");
+            let b = start_broker(cfg).map_err(|e| e.to_string())?;
+            println!("broker listening on {}", b.listen_addr);
+            wait_for_signal();
+            b.shutdown().map_err(|e| e.to_string())
+        }
+        Cmd::Serve(a) => {
+            let mut cfg = broker_config(&a.broker)?;
+            let kv = cfg.store.store_path_root_dir.join("namesrv").join("kvConfig.json");
+            let ns = start_namesrv(a.namesrv_listen, Some(kv)).map_err(|e| e.to_string())?;
+            let ns_addr = if ns.addr.ip().is_unspecified() {
+                SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), ns.addr.port())
+            } else {
+                ns.addr
+            };
+            if cfg.namesrv_addr.is_empty() {
+                cfg.namesrv_addr = vec![ns_addr];
+            }
+            tracing::info!(config = ?cfg, "effective configuration");
+            let b = start_broker(cfg).map_err(|e| e.to_string())?;
+            // Tests and scripts read these two lines to find ephemeral ports.
+            println!("namesrv listening on {}", ns.addr);
+            println!("broker listening on {}", b.listen_addr);
+            wait_for_signal();
+            let res = b.shutdown().map_err(|e| e.to_string());
+            ns.shutdown();
+            res
+        }
+    }
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: format check, clippy, then every unit and integration test.
+# Compiled dependencies are kept outside the clone (CARGO_TARGET_DIR, default
+# ~/.cache/ringmq/target) so repeated runs and CI on this machine reuse them; a fresh machine
+# builds them from scratch with the same command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ringmq/target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+cargo fmt --check
+cargo clippy --all-targets --locked -- -D warnings
+# The integration tests spawn the broker binary; build it once before they run in parallel.
+cargo build --locked --bins
+cargo test --locked --all-targets -- --test-threads="${RINGMQ_TEST_THREADS:-4}"

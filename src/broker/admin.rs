@@ -1,0 +1,252 @@
+//! Topic and group administration: UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21),
+//! DELETE_TOPIC_IN_BROKER (215), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
+//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_BROKER_RUNTIME_INFO (28), GET_BROKER_CONFIG (26),
+//! CHECK_CLIENT_CONFIG (46); and what follows any topic change on shard 0 (publish the snapshot,
+//! persist topics.json, re-register with the name servers).
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::broker::metadata::{write_config_file, PERM_READ, PERM_WRITE};
+use crate::broker::send::validate_topic;
+use crate::broker::{now_ms, BrokerError, Shard};
+use crate::protocol::body::{
+    self, CheckClientRequestBody, SubscriptionGroupConfig, TopicConfig,
+    TopicConfigSerializeWrapper, TopicFilterType,
+};
+use crate::protocol::codes::response_code as rc;
+use crate::protocol::headers::CreateTopicRequestHeader;
+use crate::protocol::RemotingCommand;
+use crate::runtime;
+
+/// Shard 0, after any topic change: publish to every shard, persist, re-register.
+pub fn topics_changed(s0: &Rc<Shard>) {
+    let (snap, bytes, path) = {
+        let m = s0.meta().borrow();
+        (
+            Arc::new(m.topic_snapshot()),
+            m.topics_file_bytes(),
+            m.topics_path(),
+        )
+    };
+    for i in 0..s0.mesh.len() {
+        let snap = snap.clone();
+        if i == s0.id {
+            *s0.topics.borrow_mut() = snap;
+        } else {
+            let _ = s0.mesh.post(
+                i,
+                Box::new(move |s: &Rc<Shard>| *s.topics.borrow_mut() = snap),
+            );
+        }
+    }
+    persist_in_background(path, bytes);
+    crate::broker::register::register_soon(s0);
+}
+
+/// Writes a config file on a helper thread; failures are logged with the path.
+pub fn persist_in_background(path: std::path::PathBuf, bytes: Vec<u8>) {
+    runtime::spawn(async move {
+        let p = path.clone();
+        if let Err(e) = runtime::spawn_blocking(move || write_config_file(&p, &bytes)).await {
+            tracing::error!(path = %path.display(), error = %e, "cannot persist config file");
+        }
+    });
+}
+
+pub async fn create_topic(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let h = CreateTopicRequestHeader::from_command(cmd)?;
+    validate_topic(&h.topic)?;
+    if h.read_queue_nums <= 0 || h.write_queue_nums <= 0 || h.read_queue_nums > 1024 {
+        return Err(BrokerError::InvalidParameter(format!(
+            "invalid queue numbers read={} write={}",
+            h.read_queue_nums, h.write_queue_nums
+        )));
+    }
+    let tc = TopicConfig {
+        topic_name: h.topic.clone(),
+        read_queue_nums: h.read_queue_nums,
+        write_queue_nums: h.write_queue_nums,
+        perm: if h.perm == 0 {
+            PERM_READ | PERM_WRITE
+        } else {
+            h.perm
+        },
+        topic_filter_type: if h.topic_filter_type.eq_ignore_ascii_case("MULTI_TAG") {
+            TopicFilterType::MultiTag
+        } else {
+            TopicFilterType::SingleTag
+        },
+        topic_sys_flag: h.topic_sys_flag,
+        order: h.order,
+        ..TopicConfig::default()
+    };
+    shard
+        .mesh
+        .call(0, move |s0| async move {
+            let changed = s0.meta().borrow_mut().upsert_topic(tc);
+            if changed {
+                topics_changed(&s0);
+            }
+        })
+        .await?;
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}
+
+pub async fn delete_topic(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let topic = cmd
+        .ext("topic")
+        .ok_or(crate::protocol::ProtocolError::MissingField("topic"))?
+        .to_string();
+    shard
+        .mesh
+        .call(0, move |s0| async move {
+            let removed = {
+                let mut m = s0.meta().borrow_mut();
+                let r = m.topics.remove(&topic).is_some();
+                if r {
+                    crate::broker::metadata::bump(&mut m.topics_version);
+                }
+                r
+            };
+            if removed {
+                topics_changed(&s0);
+            }
+        })
+        .await?;
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}
+
+pub async fn all_topic_config(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let bytes = shard
+        .mesh
+        .call(0, |s0| async move {
+            let m = s0.meta().borrow();
+            body::to_json(&TopicConfigSerializeWrapper {
+                topic_config_table: m
+                    .topics
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                data_version: m.topics_version.clone(),
+            })
+        })
+        .await?;
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(bytes))
+}
+
+pub async fn create_subscription_group(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let g: SubscriptionGroupConfig = body::from_json(&cmd.body)?;
+    if g.group_name.is_empty() {
+        return Err(BrokerError::InvalidParameter("groupName is empty".into()));
+    }
+    shard
+        .mesh
+        .call(0, move |s0| async move {
+            let (bytes, path) = {
+                let mut m = s0.meta().borrow_mut();
+                m.groups.insert(g.group_name.clone(), g);
+                crate::broker::metadata::bump(&mut m.groups_version);
+                (m.groups_file_bytes(), m.groups_path())
+            };
+            persist_in_background(path, bytes);
+        })
+        .await?;
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}
+
+pub async fn all_subscription_groups(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let bytes = shard
+        .mesh
+        .call(0, |s0| async move { s0.meta().borrow().groups_file_bytes() })
+        .await?;
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(bytes))
+}
+
+/// GET_BROKER_RUNTIME_INFO: `{"table":{...}}` of string figures, as RocketMQ's admin tools read.
+pub async fn runtime_info(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let mut table = BTreeMap::new();
+    let w = &shard.ctx.writer;
+    table.insert("commitLogMaxOffset".to_string(), w.max_phy_offset().to_string());
+    table.insert("commitLogMinOffset".to_string(), w.min_phy_offset().to_string());
+    table.insert("putTps".to_string(), "0".to_string());
+    table.insert("brokerVersion".to_string(), "479".to_string());
+    table.insert("brokerVersionDesc".to_string(), "V5_3_3 (ringmq)".to_string());
+    table.insert("bootTimestamp".to_string(), shard.ctx.started_ms.to_string());
+    table.insert(
+        "runtime".to_string(),
+        format!("[ {} ms ]", now_ms() - shard.ctx.started_ms),
+    );
+    table.insert("shardCount".to_string(), shard.ctx.shard_count.to_string());
+    table.insert(
+        "sendfileBytes".to_string(),
+        runtime::net::SENDFILE_BYTES.load(Ordering::Relaxed).to_string(),
+    );
+    table.insert(
+        "sendfileFallbackBytes".to_string(),
+        runtime::net::SENDFILE_FALLBACK_BYTES
+            .load(Ordering::Relaxed)
+            .to_string(),
+    );
+    table.insert(
+        "onewayDropped".to_string(),
+        crate::broker::send::ONEWAY_DROPPED
+            .load(Ordering::Relaxed)
+            .to_string(),
+    );
+    let body = serde_json::json!({ "table": table });
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None)
+        .with_body(serde_json::to_vec(&body).unwrap_or_default()))
+}
+
+/// GET_BROKER_CONFIG: the effective configuration as Java properties text.
+pub fn broker_config(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
+    let c = &shard.ctx.cfg;
+    let text = format!(
+        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nlistenPort={}\nstorePathRootDir={}\n\
+         flushDiskType={:?}\nautoCreateTopicEnable={}\n",
+        c.broker_cluster_name,
+        c.broker_name,
+        c.broker_id,
+        shard.ctx.store_host.port(),
+        c.store.store_path_root_dir.display(),
+        c.store.flush_disk_type,
+        c.auto_create_topic_enable
+    );
+    RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(text.into_bytes())
+}
+
+/// CHECK_CLIENT_CONFIG: TAG subscriptions are fine; SQL92 needs enablePropertyFilter.
+pub fn check_client_config(shard: &Shard, cmd: &RemotingCommand) -> Result<RemotingCommand, BrokerError> {
+    let req: CheckClientRequestBody = body::from_json(&cmd.body)?;
+    let sql = req
+        .subscription_data
+        .expression_type
+        .eq_ignore_ascii_case("SQL92");
+    if sql && !shard.ctx.cfg.enable_property_filter {
+        return Err(BrokerError::System(
+            "The broker does not support consumer to filter message by SQL92".into(),
+        ));
+    }
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}

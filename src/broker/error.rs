@@ -1,0 +1,92 @@
+//! The broker layer's error type and its ONE mapping to RocketMQ response codes.
+
+use crate::protocol::codes::response_code as rc;
+use crate::protocol::ProtocolError;
+use crate::runtime::MeshBusy;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error("bad request: {0}")]
+    Protocol(#[from] ProtocolError),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("topic[{0}] not exist, apply first please!")]
+    TopicNotExist(String),
+    #[error("{0}")]
+    InvalidParameter(String),
+    #[error("{0}")]
+    NoPermission(String),
+    #[error("[REJECTREQUEST]system busy, start flow control for a while")]
+    Busy,
+    #[error("{0}")]
+    MessageIllegal(String),
+    #[error("subscription group [{0}] does not exist")]
+    SubscriptionGroupNotExist(String),
+    #[error("the consumer's subscription not exist, group: {0}")]
+    SubscriptionNotExist(String),
+    #[error("the consumer's subscription not latest, group: {0}")]
+    SubscriptionNotLatest(String),
+    #[error("parse the consumer's subscription failed: {0}")]
+    SubscriptionParseFailed(String),
+    #[error("{0}")]
+    QueryNotFound(String),
+    #[error("{0}")]
+    ServiceNotAvailable(String),
+    #[error("{0}")]
+    System(String),
+}
+
+impl From<MeshBusy> for BrokerError {
+    fn from(_: MeshBusy) -> Self {
+        BrokerError::Busy
+    }
+}
+
+impl BrokerError {
+    /// The response code a RocketMQ client expects for this error.
+    pub fn response_code(&self) -> i32 {
+        match self {
+            BrokerError::Protocol(_) => rc::INVALID_PARAMETER,
+            BrokerError::Store(e) => match e {
+                StoreError::DiskFull(_) | StoreError::NotWritable(_) => rc::SERVICE_NOT_AVAILABLE,
+                StoreError::Busy => rc::SYSTEM_BUSY,
+                StoreError::MessageTooLarge { .. } | StoreError::PropertiesTooLong(_) => {
+                    rc::MESSAGE_ILLEGAL
+                }
+                StoreError::Invalid(_) => rc::INVALID_PARAMETER,
+                _ => rc::SYSTEM_ERROR,
+            },
+            BrokerError::TopicNotExist(_) => rc::TOPIC_NOT_EXIST,
+            BrokerError::InvalidParameter(_) => rc::INVALID_PARAMETER,
+            BrokerError::NoPermission(_) => rc::NO_PERMISSION,
+            BrokerError::Busy => rc::SYSTEM_BUSY,
+            BrokerError::MessageIllegal(_) => rc::MESSAGE_ILLEGAL,
+            BrokerError::SubscriptionGroupNotExist(_) => rc::SUBSCRIPTION_GROUP_NOT_EXIST,
+            BrokerError::SubscriptionNotExist(_) => rc::SUBSCRIPTION_NOT_EXIST,
+            BrokerError::SubscriptionNotLatest(_) => rc::SUBSCRIPTION_NOT_LATEST,
+            BrokerError::SubscriptionParseFailed(_) => rc::SUBSCRIPTION_PARSE_FAILED,
+            BrokerError::QueryNotFound(_) => rc::QUERY_NOT_FOUND,
+            BrokerError::ServiceNotAvailable(_) => rc::SERVICE_NOT_AVAILABLE,
+            BrokerError::System(_) => rc::SYSTEM_ERROR,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Disk full must reach the client as SERVICE_NOT_AVAILABLE (retriable elsewhere), a full
+    /// writer inbox as SYSTEM_BUSY with RocketMQ's [REJECTREQUEST] remark.
+    #[test]
+    fn mapping_matches_rocketmq() {
+        let e = BrokerError::Store(StoreError::DiskFull("98% used".into()));
+        assert_eq!(e.response_code(), 14);
+        assert_eq!(BrokerError::Busy.response_code(), 2);
+        assert!(BrokerError::Busy.to_string().starts_with("[REJECTREQUEST]"));
+        assert_eq!(BrokerError::TopicNotExist("T".into()).response_code(), 17);
+        let e = BrokerError::Store(StoreError::MessageTooLarge { size: 9, max: 1 });
+        assert_eq!(e.response_code(), 13);
+    }
+}

@@ -1,0 +1,120 @@
+//! The broker's dispatch table: request code -> handler, and the one place a `BrokerError`
+//! becomes a response (code from `BrokerError::response_code`, remark = the error text).
+
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
+
+use crate::broker::{admin, clients, offsets, pull, retry, send, BrokerError, Shard};
+use crate::protocol::codes::{request_code as req, response_code as rc};
+use crate::protocol::RemotingCommand;
+use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound};
+
+pub struct BrokerHandler {
+    pub shard: Rc<Shard>,
+    /// Requests on RocketMQ's "fast" (VIP) port: everything but pulls.
+    pub fast_port: bool,
+}
+
+impl Handler for BrokerHandler {
+    fn handle(self: Rc<Self>, conn: ConnInfo, cmd: RemotingCommand) -> LocalFuture<Option<Outbound>> {
+        Box::pin(async move {
+            let shard = self.shard.clone();
+            let oneway = cmd.is_oneway();
+            let code = cmd.code;
+            let result: Result<Option<Outbound>, BrokerError> = match code {
+                req::SEND_MESSAGE | req::SEND_MESSAGE_V2 | req::SEND_BATCH_MESSAGE => {
+                    return send::send(shard, &conn, &cmd).await.and_then(|r| encode_frame(&r));
+                }
+                req::PULL_MESSAGE | req::LITE_PULL_MESSAGE if !self.fast_port => {
+                    pull::pull(shard, &cmd).await.map(Some)
+                }
+                req::CONSUMER_SEND_MSG_BACK => frame(retry::send_msg_back(shard, &cmd).await),
+                req::HEART_BEAT => frame(clients::heart_beat(shard, &conn, &cmd).await),
+                req::UNREGISTER_CLIENT => frame(clients::unregister_client(shard, &cmd).await),
+                req::GET_CONSUMER_LIST_BY_GROUP => {
+                    frame(clients::consumer_list(shard, &cmd).await)
+                }
+                req::LOCK_BATCH_MQ => frame(clients::lock_batch(shard, &cmd).await),
+                req::UNLOCK_BATCH_MQ => frame(clients::unlock_batch(shard, &cmd).await),
+                req::QUERY_CONSUMER_OFFSET => {
+                    frame(offsets::query_consumer_offset(shard, &cmd).await)
+                }
+                req::UPDATE_CONSUMER_OFFSET => {
+                    frame(offsets::update_consumer_offset(shard, &cmd).await)
+                }
+                req::GET_MAX_OFFSET => frame(offsets::get_max_offset(shard, &cmd).await),
+                req::GET_MIN_OFFSET => frame(offsets::get_min_offset(shard, &cmd).await),
+                req::SEARCH_OFFSET_BY_TIMESTAMP => {
+                    frame(offsets::search_offset_by_timestamp(shard, &cmd).await)
+                }
+                req::GET_EARLIEST_MSG_STORETIME => {
+                    frame(offsets::get_earliest_msg_storetime(shard, &cmd).await)
+                }
+                req::UPDATE_AND_CREATE_TOPIC => frame(admin::create_topic(shard, &cmd).await),
+                req::DELETE_TOPIC_IN_BROKER => frame(admin::delete_topic(shard, &cmd).await),
+                req::GET_ALL_TOPIC_CONFIG => frame(admin::all_topic_config(shard, &cmd).await),
+                req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+                    frame(admin::create_subscription_group(shard, &cmd).await)
+                }
+                req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
+                    frame(admin::all_subscription_groups(shard, &cmd).await)
+                }
+                req::GET_BROKER_RUNTIME_INFO => frame(admin::runtime_info(shard, &cmd).await),
+                req::GET_BROKER_CONFIG => frame(Ok(admin::broker_config(&shard, &cmd))),
+                req::CHECK_CLIENT_CONFIG => frame(admin::check_client_config(&shard, &cmd)),
+                _ => {
+                    let remark = format!(" request type {code} not supported");
+                    tracing::debug!(code, "request code not supported");
+                    Ok(encode_frame(&RemotingCommand::response_for(
+                        &cmd,
+                        rc::REQUEST_CODE_NOT_SUPPORTED,
+                        Some(remark),
+                    )))
+                }
+            };
+            if oneway {
+                if let Err(e) = &result {
+                    tracing::warn!(code, error = %e, "oneway request failed");
+                }
+                return None;
+            }
+            match result {
+                Ok(out) => out,
+                Err(e) => {
+                    tracing::debug!(code, error = %e, "request failed");
+                    encode_frame(&RemotingCommand::response_for(
+                        &cmd,
+                        e.response_code(),
+                        Some(e.to_string()),
+                    ))
+                }
+            }
+        })
+    }
+
+    fn closed(self: Rc<Self>, conn: &ConnInfo) {
+        self.shard.conns.borrow_mut().remove(&conn.id);
+        let conn_id = conn.id;
+        let job = Box::new(move |s0: &Rc<Shard>| clients::connection_closed(s0, conn_id));
+        let _ = self.shard.mesh.post(0, job);
+    }
+
+    fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<(OwnedFd, u64)> {
+        let mut reader = self.shard.reader.borrow_mut();
+        let (fd, off) = reader
+            .locate(phy_offset, size)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        // A private duplicate: the reader may evict (close) its copy while sendfile waits.
+        // SAFETY: `fd` is open (the reader holds it); dup returns a new fd we own or -1.
+        let dup = unsafe { libc::dup(fd) };
+        if dup < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `dup` is a fresh fd owned by nobody else.
+        Ok((unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(dup) }, off))
+    }
+}
+
+fn frame(r: Result<RemotingCommand, BrokerError>) -> Result<Option<Outbound>, BrokerError> {
+    r.map(|c| encode_frame(&c))
+}

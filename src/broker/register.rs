@@ -1,0 +1,139 @@
+//! Registration with the name servers (REGISTER_BROKER every `registerNameServerPeriod`, at once
+//! after start and after any topic change; UNREGISTER_BROKER on clean shutdown). Runs on shard 0,
+//! which owns the topic table it announces.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::broker::long_poll::Waiter;
+use crate::broker::Shard;
+use crate::protocol::body::{self, RegisterBrokerBody, TopicConfigSerializeWrapper};
+use crate::protocol::codes::{request_code, response_code as rc};
+use crate::protocol::headers::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
+use crate::protocol::RemotingCommand;
+use crate::remoting::client::Client;
+use crate::runtime;
+
+const RPC_TIMEOUT: Duration = Duration::from_secs(3);
+
+thread_local! {
+    /// Shard 0's "register now" signal; replaced after each wake-up.
+    static SIGNAL: RefCell<Rc<Waiter>> = RefCell::new(Waiter::new());
+}
+
+/// Asks the registration task to register as soon as it can.
+pub fn register_soon(_s0: &Rc<Shard>) {
+    SIGNAL.with(|s| s.borrow().notify());
+}
+
+fn broker_addr(s0: &Shard) -> String {
+    s0.ctx.store_host.to_string()
+}
+
+fn register_command(s0: &Shard) -> RemotingCommand {
+    let (table, version) = {
+        let m = s0.meta().borrow();
+        (
+            m.topics
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            m.topics_version.clone(),
+        )
+    };
+    let body = body::to_json(&RegisterBrokerBody {
+        topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
+            topic_config_table: table,
+            data_version: version,
+        },
+        filter_server_list: Vec::new(),
+    });
+    let cfg = &s0.ctx.cfg;
+    let ha = std::net::SocketAddr::new(s0.ctx.store_host.ip(), s0.ctx.store_host.port() + 1);
+    let mut cmd = RemotingCommand::new_request(request_code::REGISTER_BROKER);
+    RegisterBrokerRequestHeader {
+        broker_name: cfg.broker_name.clone(),
+        broker_addr: broker_addr(s0),
+        cluster_name: cfg.broker_cluster_name.clone(),
+        ha_server_addr: ha.to_string(),
+        broker_id: cfg.broker_id,
+        heartbeat_timeout_millis: Some(120_000),
+        compressed: false,
+        body_crc32: crc32fast::hash(&body) as i32,
+    }
+    .write_to(&mut cmd);
+    cmd.with_body(body)
+}
+
+/// Shard 0's registration loop; never returns while the broker runs.
+pub async fn run(s0: Rc<Shard>) {
+    let period = Duration::from_millis(s0.ctx.cfg.register_name_server_period_ms);
+    let mut clients: HashMap<SocketAddr, Client> = HashMap::new();
+    loop {
+        if s0.stopping.get() {
+            return;
+        }
+        register_all(&s0, &mut clients).await;
+        let signal = SIGNAL.with(|s| s.borrow().clone());
+        let _ = runtime::timeout(period, signal.notified()).await;
+        SIGNAL.with(|s| *s.borrow_mut() = Waiter::new());
+    }
+}
+
+async fn register_all(s0: &Rc<Shard>, clients: &mut HashMap<SocketAddr, Client>) {
+    for addr in s0.ctx.cfg.namesrv_addr.clone() {
+        let cmd = register_command(s0);
+        if let Err(e) = invoke(clients, addr, cmd).await {
+            tracing::warn!(namesrv = %addr, error = %e, "register broker failed");
+        }
+    }
+}
+
+async fn invoke(
+    clients: &mut HashMap<SocketAddr, Client>,
+    addr: SocketAddr,
+    cmd: RemotingCommand,
+) -> Result<(), String> {
+    let client = match clients.entry(addr) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(v) => v.insert(
+            Client::connect(addr, RPC_TIMEOUT)
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
+    };
+    match client.invoke(cmd, RPC_TIMEOUT).await {
+        Ok(resp) if resp.code == rc::SUCCESS => Ok(()),
+        Ok(resp) => Err(format!(
+            "name server answered {}: {}",
+            resp.code,
+            resp.remark.unwrap_or_default()
+        )),
+        Err(e) => {
+            clients.remove(&addr);
+            Err(e.to_string())
+        }
+    }
+}
+
+/// Clean shutdown: tell every name server we are gone.
+pub async fn unregister_all(s0: &Rc<Shard>) {
+    let cfg = &s0.ctx.cfg;
+    let mut clients = HashMap::new();
+    for addr in cfg.namesrv_addr.clone() {
+        let mut cmd = RemotingCommand::new_request(request_code::UNREGISTER_BROKER);
+        UnregisterBrokerRequestHeader {
+            broker_name: cfg.broker_name.clone(),
+            broker_addr: broker_addr(s0),
+            cluster_name: cfg.broker_cluster_name.clone(),
+            broker_id: cfg.broker_id,
+        }
+        .write_to(&mut cmd);
+        if let Err(e) = invoke(&mut clients, addr, cmd).await {
+            tracing::warn!(namesrv = %addr, error = %e, "unregister broker failed");
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! One shard's broker state: the queues it owns (ConsumeQueue + long-poll waiters), their
+//! consumer offsets, its commit-log reader, its connections, and the read-only snapshots of
+//! shard 0's metadata. Only this shard's thread touches it (it is `!Send` by construction).
+//!
+//! RefCell borrows are never held across an `.await` (the lesson of Iggy's thread-per-core
+//! rewrite): every method here borrows, acts and returns.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::broker::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
+use crate::config::BrokerConfig;
+use crate::constants::MAX_WAITERS_PER_QUEUE;
+use crate::protocol::msg_id::UniqKeyGenerator;
+use crate::remoting::Outbox;
+use crate::broker::long_poll::Waiter;
+use crate::runtime::Mesh;
+use crate::store::consume_queue::{ConsumeQueue, CqUnit};
+use crate::store::reader::CommitLogReader;
+use crate::writer::{DispatchUnit, WriterSender};
+
+/// Immutable facts every shard shares.
+pub struct BrokerContext {
+    pub cfg: BrokerConfig,
+    /// The address written into records and offset message ids (brokerIP1:listenPort).
+    pub store_host: SocketAddr,
+    pub writer: WriterSender,
+    pub shard_count: usize,
+    pub started_ms: i64,
+    pub delay_levels: crate::broker::schedule::DelayLevels,
+}
+
+/// A queue owned by this shard.
+pub struct QueueState {
+    pub cq: ConsumeQueue,
+    /// Long-polling pulls parked on this queue, woken when a unit is dispatched.
+    pub waiters: Vec<Rc<Waiter>>,
+}
+
+/// Consumer offsets of the queues this shard owns: "topic@group" -> queue id -> offset.
+pub type OffsetTable = HashMap<String, BTreeMap<u32, i64>>;
+
+pub struct Shard {
+    pub id: usize,
+    pub mesh: Mesh<Shard>,
+    pub ctx: Arc<BrokerContext>,
+    pub queues: RefCell<HashMap<(String, u32), QueueState>>,
+    pub offsets: RefCell<OffsetTable>,
+    pub reader: RefCell<CommitLogReader>,
+    pub topics: RefCell<Arc<TopicSnapshot>>,
+    pub subs: RefCell<Arc<SubscriptionSnapshot>>,
+    pub conns: RefCell<HashMap<u64, Outbox>>,
+    /// Shard 0 only: the metadata owner.
+    pub meta: Option<RefCell<Metadata>>,
+    pub uniq: RefCell<UniqKeyGenerator>,
+    /// Delay level -> next schedule-queue offset to deliver (levels whose queue we own).
+    pub delay_progress: RefCell<BTreeMap<i32, i64>>,
+    next_conn: Cell<u64>,
+    round_robin: Cell<u64>,
+    pub stopping: Cell<bool>,
+}
+
+impl Shard {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: usize,
+        mesh: Mesh<Shard>,
+        ctx: Arc<BrokerContext>,
+        cqs: Vec<ConsumeQueue>,
+        offsets: OffsetTable,
+        topics: Arc<TopicSnapshot>,
+        subs: Arc<SubscriptionSnapshot>,
+        meta: Option<Metadata>,
+        delay_progress: BTreeMap<i32, i64>,
+    ) -> Shard {
+        let queues = cqs
+            .into_iter()
+            .map(|cq| {
+                let key = (cq.topic().to_string(), cq.queue_id());
+                (
+                    key,
+                    QueueState {
+                        cq,
+                        waiters: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        let reader = CommitLogReader::new(
+            &ctx.cfg.store.store_path_root_dir,
+            ctx.cfg.store.mapped_file_size_commit_log,
+        );
+        Shard {
+            id,
+            mesh,
+            queues: RefCell::new(queues),
+            offsets: RefCell::new(offsets),
+            reader: RefCell::new(reader),
+            topics: RefCell::new(topics),
+            subs: RefCell::new(subs),
+            conns: RefCell::new(HashMap::new()),
+            meta: meta.map(RefCell::new),
+            uniq: RefCell::new(UniqKeyGenerator::new(ctx.store_host.ip())),
+            delay_progress: RefCell::new(delay_progress),
+            next_conn: Cell::new(1),
+            round_robin: Cell::new(0),
+            stopping: Cell::new(false),
+            ctx,
+        }
+    }
+
+    /// A process-unique connection id: shard number in the top 16 bits.
+    pub fn next_conn_id(&self) -> u64 {
+        let n = self.next_conn.get();
+        self.next_conn.set(n + 1);
+        ((self.id as u64) << 48) | n
+    }
+
+    /// A per-shard counter for spreading sends that let the broker pick the queue.
+    pub fn next_round_robin(&self) -> u64 {
+        let n = self.round_robin.get();
+        self.round_robin.set(n.wrapping_add(1));
+        n
+    }
+
+    /// The shard owning (topic, queue_id).
+    pub fn owner(&self, topic: &str, queue_id: u32) -> usize {
+        super::owner_of(topic, queue_id, self.ctx.shard_count)
+    }
+
+    /// Applies units the writer published: append to the ConsumeQueues, wake parked pulls.
+    pub fn on_dispatch(&self, units: Vec<DispatchUnit>) {
+        let mut queues = self.queues.borrow_mut();
+        for u in units {
+            let key = (u.topic, u.queue_id);
+            if !queues.contains_key(&key) {
+                match ConsumeQueue::open(
+                    &self.ctx.cfg.store.store_path_root_dir,
+                    &key.0,
+                    key.1,
+                    self.ctx.cfg.store.mapped_file_size_consume_queue,
+                ) {
+                    Ok(cq) => {
+                        queues.insert(
+                            key.clone(),
+                            QueueState {
+                                cq,
+                                waiters: Vec::new(),
+                            },
+                        );
+                    }
+                    Err(e) => {
+                        // The record is in the commit log; recovery rebuilds the unit.
+                        tracing::error!(topic = %key.0, queue = key.1, error = %e, "cannot open consume queue");
+                        continue;
+                    }
+                }
+            }
+            let Some(q) = queues.get_mut(&key) else {
+                continue;
+            };
+            if let Err(e) = q.cq.put(u.queue_offset, u.unit) {
+                tracing::error!(topic = %key.0, queue = key.1, error = %e, "consume queue append failed");
+                continue;
+            }
+            for w in q.waiters.drain(..) {
+                w.notify();
+            }
+        }
+    }
+
+    /// (min, max) logical offsets of a queue; (0, 0) when it has no ConsumeQueue yet.
+    pub fn queue_bounds(&self, topic: &str, queue_id: u32) -> (u64, u64) {
+        let queues = self.queues.borrow();
+        match queues.get(&(topic.to_string(), queue_id)) {
+            Some(q) => (q.cq.min_offset(), q.cq.max_offset()),
+            None => (0, 0),
+        }
+    }
+
+    /// Reads one unit of an owned queue.
+    pub fn unit_at(&self, topic: &str, queue_id: u32, offset: u64) -> Option<CqUnit> {
+        let queues = self.queues.borrow();
+        queues.get(&(topic.to_string(), queue_id))?.cq.get(offset)
+    }
+
+    /// Parks a pull on a queue; `false` when the queue already has too many parked pulls.
+    pub fn park(&self, topic: &str, queue_id: u32, waiter: Rc<Waiter>) -> bool {
+        let mut queues = self.queues.borrow_mut();
+        let key = (topic.to_string(), queue_id);
+        if !queues.contains_key(&key) {
+            match ConsumeQueue::open(
+                &self.ctx.cfg.store.store_path_root_dir,
+                topic,
+                queue_id,
+                self.ctx.cfg.store.mapped_file_size_consume_queue,
+            ) {
+                Ok(cq) => {
+                    queues.insert(
+                        key.clone(),
+                        QueueState {
+                            cq,
+                            waiters: Vec::new(),
+                        },
+                    );
+                }
+                Err(_) => return false,
+            }
+        }
+        let Some(q) = queues.get_mut(&key) else {
+            return false;
+        };
+        q.waiters.retain(|w| !w.abandoned());
+        if q.waiters.len() >= MAX_WAITERS_PER_QUEUE {
+            return false;
+        }
+        q.waiters.push(waiter);
+        true
+    }
+
+    /// Flushes every owned ConsumeQueue (shutdown and periodic).
+    pub fn flush_queues(&self) {
+        let mut queues = self.queues.borrow_mut();
+        for ((topic, qid), q) in queues.iter_mut() {
+            if let Err(e) = q.cq.flush() {
+                tracing::error!(topic = %topic, queue = *qid, error = %e, "consume queue flush failed");
+            }
+        }
+    }
+
+    /// Is this the metadata owner?
+    pub fn meta(&self) -> &RefCell<Metadata> {
+        self.meta
+            .as_ref()
+            .expect("metadata lives on shard 0; callers forward there first")
+    }
+}
+
+pub type ShardRc = Rc<Shard>;

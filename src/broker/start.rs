@@ -1,0 +1,373 @@
+//! Broker start-up and shutdown order.
+//!
+//! Start: open and recover the store (single-threaded, before anything serves), bind the
+//! listeners (one SO_REUSEPORT socket per shard on the same port), start the writer thread, then
+//! the shards, each adopting its listeners, queues and offsets. Shard 0 also runs the metadata
+//! tasks (offset persistence, channel expiry, name-server registration).
+//!
+//! Shutdown: stop accepting, persist offsets and metadata, unregister from name servers, flush
+//! consume queues, stop the shards, then the writer drains its inbox, flushes, writes the
+//! checkpoint and removes the abort file.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::broker::handler::BrokerHandler;
+use crate::broker::metadata::Metadata;
+use crate::broker::shard::{BrokerContext, OffsetTable};
+use crate::broker::schedule::{self, DelayLevels, SCHEDULE_TOPIC};
+use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, Shard};
+use crate::config::BrokerConfig;
+use crate::constants::{IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, OUTBOX_CAPACITY, SHARD_MAILBOX_CAPACITY};
+use crate::remoting::connection::{serve, ConnLimits};
+use crate::remoting::ConnInfo;
+use crate::runtime::net::{bind_reuseport, Listener};
+use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, ShardPlacement};
+use crate::store::consume_queue::ConsumeQueue;
+use crate::writer::{self, DispatchUnit, Dispatcher, WriterHandle};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("config: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("store: {0}")]
+    Store(#[from] crate::store::StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start shard threads: {0}")]
+    Threads(std::io::Error),
+}
+
+/// A running broker.
+pub struct BrokerHandle {
+    pub listen_addr: SocketAddr,
+    pub fast_addr: Option<SocketAddr>,
+    senders: Vec<MailboxSender<Job<Shard>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    writer: Option<WriterHandle>,
+}
+
+/// Routes the writer's published units to the owner shards' mailboxes.
+struct ShardDispatcher {
+    senders: Vec<MailboxSender<Job<Shard>>>,
+}
+
+impl Dispatcher for ShardDispatcher {
+    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
+        let n = self.senders.len();
+        let mut per: Vec<Vec<DispatchUnit>> = (0..n).map(|_| Vec::new()).collect();
+        for u in units {
+            per[owner_of(&u.topic, u.queue_id, n)].push(u);
+        }
+        for (i, batch) in per.into_iter().enumerate() {
+            if batch.is_empty() {
+                continue;
+            }
+            // The writer is a plain thread: it may wait for a full shard mailbox to drain.
+            let job: Job<Shard> = Box::new(move |s: &Rc<Shard>| s.on_dispatch(batch));
+            if self.senders[i].send_blocking(job).is_err() {
+                tracing::error!(shard = i, "shard gone; units will be rebuilt by recovery");
+            }
+        }
+    }
+}
+
+/// Everything one shard needs to build its state, handed over once at start.
+struct ShardParts {
+    mesh: Mesh<Shard>,
+    rx: runtime::MailboxReceiver<Job<Shard>>,
+    listeners: Vec<(std::net::TcpListener, bool)>,
+    cqs: Vec<ConsumeQueue>,
+    offsets: OffsetTable,
+    meta: Option<Metadata>,
+    delay_progress: std::collections::BTreeMap<i32, i64>,
+}
+
+fn shard_count(cfg: &BrokerConfig) -> usize {
+    if cfg.shard_count > 0 {
+        return cfg.shard_count;
+    }
+    runtime::available_cores().saturating_sub(1).max(1)
+}
+
+fn bind_all(addr: SocketAddr, n: usize) -> Result<(SocketAddr, Vec<std::net::TcpListener>), StartError> {
+    let err = |source| StartError::Listen { addr, source };
+    let first = bind_reuseport(addr).map_err(err)?;
+    let actual = first.local_addr().map_err(err)?;
+    let mut all = vec![first];
+    for _ in 1..n {
+        all.push(bind_reuseport(actual).map_err(|source| StartError::Listen { addr: actual, source })?);
+    }
+    Ok((actual, all))
+}
+
+/// Opens the store and starts the writer and the shards.
+pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
+    cfg.validate()?;
+    let n = shard_count(&cfg);
+    let (listen_addr, mut main_listeners) = bind_all(cfg.listen_addr, n)?;
+    let mut fast_listeners = Vec::new();
+    let mut fast_addr = None;
+    if cfg.fast_listen_port != 0 && cfg.fast_listen_port != listen_addr.port() {
+        let want = SocketAddr::new(cfg.listen_addr.ip(), cfg.fast_listen_port);
+        match bind_all(want, n) {
+            Ok((a, l)) => {
+                fast_addr = Some(a);
+                fast_listeners = l;
+            }
+            // The VIP port is a convenience for old clients; a taken port must not stop us.
+            Err(e) => tracing::warn!(error = %e, "fast (VIP) port not available"),
+        }
+    }
+    let opened = crate::store::open(&cfg.store)?;
+    if opened.recovered_from_crash {
+        tracing::warn!("previous run did not shut down cleanly; recovered from the commit log");
+    }
+    let store_host = cfg.store_host(listen_addr.port());
+    let (meshes, receivers) = Mesh::<Shard>::new(n, SHARD_MAILBOX_CAPACITY);
+    let senders: Vec<_> = (0..n).map(|i| meshes[0].sender(i)).collect();
+    let (writer_parts, cqs) = writer::WriterParts::from_opened(opened);
+    let mut store_cfg = cfg.store.clone();
+    if cfg.pin_cores && runtime::available_cores() > 1 {
+        // The writer gets the last core; shards take the others.
+        store_cfg.writer_core = Some(runtime::available_cores() - 1);
+    }
+    let writer = writer::spawn_writer(
+        writer_parts,
+        &store_cfg,
+        Box::new(ShardDispatcher {
+            senders: senders.clone(),
+        }),
+    )?;
+    let delay_levels = DelayLevels::parse(&cfg.message_delay_level).map_err(|reason| {
+        crate::config::ConfigError::Invalid {
+            key: "messageDelayLevel".into(),
+            value: cfg.message_delay_level.clone(),
+            reason,
+        }
+    })?;
+    let mut delay_split: Vec<std::collections::BTreeMap<i32, i64>> = vec![Default::default(); n];
+    for (level, off) in schedule::load_progress(&cfg.store.store_path_root_dir) {
+        if level >= 1 {
+            delay_split[owner_of(SCHEDULE_TOPIC, (level - 1) as u32, n)].insert(level, off);
+        }
+    }
+    let ctx = Arc::new(BrokerContext {
+        delay_levels,
+        store_host,
+        writer: writer.clone_sender(),
+        shard_count: n,
+        started_ms: now_ms(),
+        cfg: cfg.clone(),
+    });
+    let mut cq_split: Vec<Vec<ConsumeQueue>> = (0..n).map(|_| Vec::new()).collect();
+    for cq in cqs {
+        let o = owner_of(cq.topic(), cq.queue_id(), n);
+        cq_split[o].push(cq);
+    }
+    let offsets_split = offsets::load(&cfg.store.store_path_root_dir, n);
+    let mut meta = Some(Metadata::load(&cfg));
+    let mut parts = Vec::new();
+    for (i, (((mesh, rx), (cqs, offsets)), delay_progress)) in meshes
+        .into_iter()
+        .zip(receivers)
+        .zip(cq_split.into_iter().zip(offsets_split))
+        .zip(delay_split)
+        .enumerate()
+    {
+        let mut listeners = vec![(main_listeners.remove(0), false)];
+        if !fast_listeners.is_empty() {
+            listeners.push((fast_listeners.remove(0), true));
+        }
+        parts.push(Some(ShardParts {
+            mesh,
+            rx,
+            listeners,
+            cqs,
+            offsets,
+            meta: if i == 0 { meta.take() } else { None },
+            delay_progress,
+        }));
+    }
+    let parts = Arc::new(Mutex::new(parts));
+    let cores = runtime::available_cores();
+    let placements = (0..n)
+        .map(|i| ShardPlacement {
+            core: (cfg.pin_cores && cores > 1).then_some(i % (cores - 1).max(1)),
+            name: format!("ringmq-shard-{i}"),
+        })
+        .collect();
+    let ctx2 = ctx.clone();
+    let threads = runtime::start_shards(placements, move |i| {
+        // Start-up only: each shard takes its parts once.
+        let p = parts.lock().ok().and_then(|mut v| v[i].take());
+        let ctx = ctx2.clone();
+        async move {
+            match p {
+                Some(p) => run_shard(i, ctx, p).await,
+                None => tracing::error!(shard = i, "no start-up parts for shard"),
+            }
+        }
+    })
+    .map_err(StartError::Threads)?;
+    tracing::info!(%listen_addr, ?fast_addr, shards = n, store = %cfg.store.store_path_root_dir.display(), "broker started");
+    Ok(BrokerHandle {
+        listen_addr,
+        fast_addr,
+        senders,
+        threads,
+        writer: Some(writer),
+    })
+}
+
+async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
+    let is_meta = p.meta.is_some();
+    let topics = Arc::new(p.meta.as_ref().map(|m| m.topic_snapshot()).unwrap_or_default());
+    let shard = Rc::new(Shard::new(
+        i,
+        p.mesh,
+        ctx.clone(),
+        p.cqs,
+        p.offsets,
+        topics,
+        Arc::default(),
+        p.meta,
+        p.delay_progress,
+    ));
+    schedule::start(&shard);
+    if is_meta {
+        admin::topics_changed(&shard);
+        runtime::spawn(register::run(shard.clone()));
+        runtime::spawn(periodic_meta(shard.clone()));
+    }
+    for (l, fast) in p.listeners {
+        runtime::spawn(accept_loop(shard.clone(), Listener::from_std(l), fast));
+    }
+    while let Some(job) = p.rx.recv().await {
+        job(&shard);
+        if shard.stopping.get() {
+            break;
+        }
+    }
+    shard.flush_queues();
+}
+
+async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
+    let handler = Rc::new(BrokerHandler {
+        shard: shard.clone(),
+        fast_port,
+    });
+    let limits = ConnLimits {
+        max_frame_len: MAX_FRAME_LEN,
+        idle_timeout: Duration::from_secs(IDLE_TIMEOUT_SECS),
+    };
+    loop {
+        let stream = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                runtime::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        if shard.stopping.get() {
+            return;
+        }
+        let Ok(peer) = stream.peer_addr() else {
+            continue;
+        };
+        let (tx, rx) = mailbox(OUTBOX_CAPACITY);
+        let info = ConnInfo {
+            id: shard.next_conn_id(),
+            peer,
+            outbox: tx.clone(),
+        };
+        shard.conns.borrow_mut().insert(info.id, tx);
+        runtime::spawn(serve(stream, handler.clone(), info, rx, limits));
+    }
+}
+
+/// Shard 0 housekeeping: persist offsets every 5 s, expire silent channels every 10 s.
+async fn periodic_meta(s0: Rc<Shard>) {
+    let mut last_offsets: Vec<u8> = Vec::new();
+    let mut last_delay: Vec<u8> = Vec::new();
+    let mut tick = 0u64;
+    while !s0.stopping.get() {
+        runtime::sleep(Duration::from_secs(5)).await;
+        tick += 1;
+        let bytes = offsets::gather(&s0).await;
+        let delay = schedule::gather(&s0).await;
+        if delay != last_delay {
+            admin::persist_in_background(
+                schedule::delay_offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
+                delay.clone(),
+            );
+            last_delay = delay;
+        }
+        if bytes != last_offsets {
+            admin::persist_in_background(
+                offsets::offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
+                bytes.clone(),
+            );
+            last_offsets = bytes;
+        }
+        if tick.is_multiple_of(2) {
+            clients::expire_channels(&s0);
+            s0.flush_queues();
+        }
+    }
+}
+
+impl BrokerHandle {
+    /// Stops serving and shuts the store down cleanly (removes the abort file).
+    pub fn shutdown(mut self) -> Result<(), crate::store::StoreError> {
+        // Shard 0 first persists what it owns, then every shard stops its loop.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let job: Job<Shard> = Box::new(move |s0: &Rc<Shard>| {
+            let s0 = s0.clone();
+            runtime::spawn(async move {
+                let bytes = offsets::gather(&s0).await;
+                let delay = schedule::gather(&s0).await;
+                let root = s0.ctx.cfg.store.store_path_root_dir.clone();
+                let (topics, topics_path, groups, groups_path) = {
+                    let m = s0.meta().borrow();
+                    (m.topics_file_bytes(), m.topics_path(), m.groups_file_bytes(), m.groups_path())
+                };
+                let res = runtime::spawn_blocking(move || {
+                    crate::broker::metadata::write_config_file(&offsets::offsets_path(&root), &bytes)?;
+                    crate::broker::metadata::write_config_file(
+                        &schedule::delay_offsets_path(&root),
+                        &delay,
+                    )?;
+                    crate::broker::metadata::write_config_file(&topics_path, &topics)?;
+                    crate::broker::metadata::write_config_file(&groups_path, &groups)
+                })
+                .await;
+                if let Err(e) = res {
+                    tracing::error!(error = %e, "cannot persist metadata at shutdown");
+                }
+                register::unregister_all(&s0).await;
+                let _ = tx.send(());
+            });
+        });
+        if self.senders[0].send_blocking(job).is_ok() {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        }
+        for s in &self.senders {
+            let _ = s.send_blocking(Box::new(|s: &Rc<Shard>| s.stopping.set(true)));
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        match self.writer.take() {
+            Some(w) => w.shutdown(),
+            None => Ok(()),
+        }
+    }
+}

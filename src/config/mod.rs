@@ -1,0 +1,290 @@
+//! Broker configuration: RocketMQ's `broker.conf` (Java properties, key=value with RocketMQ's
+//! key names) plus command-line overrides, validated once at start and logged.
+//!
+//! Unknown keys are kept and warned about (an operator's existing broker.conf carries many keys we
+//! do not act on), malformed values are an error naming the key.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use crate::store::config::{FlushDiskType, StoreConfig};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config key {key}: invalid value {value:?}: {reason}")]
+    Invalid {
+        key: String,
+        value: String,
+        reason: String,
+    },
+}
+
+/// Everything the broker process needs to start.
+#[derive(Clone, Debug)]
+pub struct BrokerConfig {
+    pub broker_cluster_name: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+    /// Name servers to register with, `host:port;host:port`.
+    pub namesrv_addr: Vec<SocketAddr>,
+    /// IP announced to name servers and written as store host.
+    pub broker_ip1: IpAddr,
+    /// Address the main listener binds to (listenPort).
+    pub listen_addr: SocketAddr,
+    /// RocketMQ's "fast"/VIP port, listenPort - 2 by default; 0 disables it.
+    pub fast_listen_port: u16,
+    pub auto_create_topic_enable: bool,
+    pub auto_create_subscription_group: bool,
+    pub default_topic_queue_nums: u32,
+    pub long_polling_enable: bool,
+    pub short_polling_time_mills: u64,
+    pub register_name_server_period_ms: u64,
+    pub enable_property_filter: bool,
+    pub message_delay_level: String,
+    pub max_reconsume_times: i32,
+    /// ringmq: number of shard executors (0 = one per core minus the writer core, at least 1).
+    pub shard_count: usize,
+    /// ringmq: pin shards and the writer to cores.
+    pub pin_cores: bool,
+    pub store: StoreConfig,
+    /// Keys we read but do not act on.
+    pub unknown: BTreeMap<String, String>,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        let store = StoreConfig {
+            store_path_root_dir: PathBuf::from("./data"),
+            ..StoreConfig::default()
+        };
+        BrokerConfig {
+            broker_cluster_name: "DefaultCluster".into(),
+            broker_name: "broker-a".into(),
+            broker_id: 0,
+            namesrv_addr: Vec::new(),
+            broker_ip1: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            listen_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 10911),
+            fast_listen_port: 10909,
+            auto_create_topic_enable: true,
+            auto_create_subscription_group: true,
+            default_topic_queue_nums: 8,
+            long_polling_enable: true,
+            short_polling_time_mills: 1000,
+            register_name_server_period_ms: 30_000,
+            enable_property_filter: false,
+            message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+                .into(),
+            max_reconsume_times: 16,
+            shard_count: 0,
+            pin_cores: true,
+            store,
+            unknown: BTreeMap::new(),
+        }
+    }
+}
+
+/// Parses Java-properties text into key/value pairs (`#`/`!` comments, `=` or `:` separators).
+pub fn parse_properties(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let split = line.find(['=', ':']);
+        let (k, v) = match split {
+            Some(i) => (&line[..i], &line[i + 1..]),
+            None => (line, ""),
+        };
+        out.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    out
+}
+
+fn invalid(key: &str, value: &str, reason: impl ToString) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        value: value.into(),
+        reason: reason.to_string(),
+    }
+}
+
+fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    value.parse::<T>().map_err(|e| invalid(key, value, e))
+}
+
+fn boolean(key: &str, value: &str) -> Result<bool, ConfigError> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(invalid(key, value, "expected true or false")),
+    }
+}
+
+/// Parses `host:port;host:port`.
+pub fn parse_addr_list(key: &str, value: &str) -> Result<Vec<SocketAddr>, ConfigError> {
+    let mut out = Vec::new();
+    for part in value.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let addr = part
+            .parse::<SocketAddr>()
+            .or_else(|_| {
+                use std::net::ToSocketAddrs;
+                part.to_socket_addrs()
+                    .ok()
+                    .and_then(|mut it| it.next())
+                    .ok_or(())
+            })
+            .map_err(|_| invalid(key, value, "expected host:port[;host:port]"))?;
+        out.push(addr);
+    }
+    Ok(out)
+}
+
+impl BrokerConfig {
+    /// Reads a broker.conf file on top of the defaults.
+    pub fn from_file(path: &Path) -> Result<BrokerConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let mut cfg = BrokerConfig::default();
+        for (k, v) in parse_properties(&text) {
+            cfg.set(&k, &v)?;
+        }
+        Ok(cfg)
+    }
+
+    /// Applies one RocketMQ-named key.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let s = &mut self.store;
+        match key {
+            "brokerClusterName" => self.broker_cluster_name = value.into(),
+            "brokerName" => self.broker_name = value.into(),
+            "brokerId" => self.broker_id = num(key, value)?,
+            "namesrvAddr" => self.namesrv_addr = parse_addr_list(key, value)?,
+            "brokerIP1" => self.broker_ip1 = num(key, value)?,
+            "listenPort" => {
+                let port: u16 = num(key, value)?;
+                self.listen_addr.set_port(port);
+                self.fast_listen_port = port.saturating_sub(2);
+            }
+            "fastListenPort" => self.fast_listen_port = num(key, value)?,
+            "autoCreateTopicEnable" => self.auto_create_topic_enable = boolean(key, value)?,
+            "autoCreateSubscriptionGroup" => {
+                self.auto_create_subscription_group = boolean(key, value)?
+            }
+            "defaultTopicQueueNums" => self.default_topic_queue_nums = num(key, value)?,
+            "longPollingEnable" => self.long_polling_enable = boolean(key, value)?,
+            "shortPollingTimeMills" => self.short_polling_time_mills = num(key, value)?,
+            "registerNameServerPeriod" => {
+                let ms: u64 = num(key, value)?;
+                self.register_name_server_period_ms = ms.clamp(10_000, 60_000);
+            }
+            "enablePropertyFilter" => self.enable_property_filter = boolean(key, value)?,
+            "messageDelayLevel" => self.message_delay_level = value.into(),
+            "maxReconsumeTimes" => self.max_reconsume_times = num(key, value)?,
+            "shardCount" => self.shard_count = num(key, value)?,
+            "pinCores" => self.pin_cores = boolean(key, value)?,
+            "storePathRootDir" => s.store_path_root_dir = PathBuf::from(value),
+            "mappedFileSizeCommitLog" => s.mapped_file_size_commit_log = num(key, value)?,
+            "mappedFileSizeConsumeQueue" => {
+                let v: u64 = num(key, value)?;
+                if v == 0 || !v.is_multiple_of(20) {
+                    return Err(invalid(key, value, "must be a positive multiple of 20"));
+                }
+                s.mapped_file_size_consume_queue = v;
+            }
+            "flushDiskType" => {
+                s.flush_disk_type = match value {
+                    "ASYNC_FLUSH" => FlushDiskType::AsyncFlush,
+                    "SYNC_FLUSH" => FlushDiskType::SyncFlush,
+                    _ => return Err(invalid(key, value, "expected ASYNC_FLUSH or SYNC_FLUSH")),
+                }
+            }
+            "flushIntervalCommitLog" => s.flush_interval_commit_log_ms = num(key, value)?,
+            "flushCommitLogLeastPages" => s.flush_commit_log_least_pages = num(key, value)?,
+            "syncFlushTimeout" => s.sync_flush_timeout_ms = num(key, value)?,
+            "fileReservedTime" => s.file_reserved_time_hours = num(key, value)?,
+            "diskMaxUsedSpaceRatio" => s.disk_max_used_space_ratio = num(key, value)?,
+            "checkCRCOnRecover" => s.check_crc_on_recover = boolean(key, value)?,
+            "maxMessageSize" => s.max_message_size = num(key, value)?,
+            "messageIndexEnable" => s.message_index_enable = boolean(key, value)?,
+            "maxHashSlotNum" => s.max_hash_slot_num = num(key, value)?,
+            "maxIndexNum" => s.max_index_num = num(key, value)?,
+            _ => {
+                self.unknown.insert(key.into(), value.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks cross-field rules once, before anything starts.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.store.mapped_file_size_commit_log < 64 * 1024 {
+            return Err(invalid(
+                "mappedFileSizeCommitLog",
+                &self.store.mapped_file_size_commit_log.to_string(),
+                "must be at least 65536 bytes",
+            ));
+        }
+        if self.store.max_message_size as u64 + 1024 > self.store.mapped_file_size_commit_log {
+            return Err(invalid(
+                "maxMessageSize",
+                &self.store.max_message_size.to_string(),
+                "must fit in one commit log segment",
+            ));
+        }
+        if self.broker_name.is_empty() || self.broker_cluster_name.is_empty() {
+            return Err(invalid("brokerName", &self.broker_name, "must not be empty"));
+        }
+        Ok(())
+    }
+
+    /// The address written into records and announced to name servers.
+    pub fn store_host(&self, actual_listen_port: u16) -> SocketAddr {
+        SocketAddr::new(self.broker_ip1, actual_listen_port)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A RocketMQ broker.conf with comments, spaces and unknown keys parses into our config.
+    #[test]
+    fn parses_rocketmq_broker_conf() {
+        let text = "# comment\nbrokerClusterName = C1\nbrokerName=b\nbrokerId=0\n\
+                    listenPort=20911\nflushDiskType=SYNC_FLUSH\nnamesrvAddr=127.0.0.1:9876;127.0.0.1:9877\n\
+                    deleteWhen=04\n";
+        let mut cfg = BrokerConfig::default();
+        for (k, v) in parse_properties(text) {
+            cfg.set(&k, &v).unwrap();
+        }
+        assert_eq!(cfg.broker_cluster_name, "C1");
+        assert_eq!(cfg.listen_addr.port(), 20911);
+        assert_eq!(cfg.fast_listen_port, 20909);
+        assert!(matches!(cfg.store.flush_disk_type, FlushDiskType::SyncFlush));
+        assert_eq!(cfg.namesrv_addr.len(), 2);
+        assert_eq!(cfg.unknown.get("deleteWhen").map(String::as_str), Some("04"));
+    }
+
+    /// A malformed value names its key.
+    #[test]
+    fn bad_value_is_a_clear_error() {
+        let mut cfg = BrokerConfig::default();
+        let err = cfg.set("listenPort", "abc").unwrap_err().to_string();
+        assert!(err.contains("listenPort"), "{err}");
+        let err = cfg.set("flushDiskType", "SOMETIMES").unwrap_err().to_string();
+        assert!(err.contains("ASYNC_FLUSH"), "{err}");
+    }
+}

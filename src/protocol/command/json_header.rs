@@ -1,0 +1,178 @@
+//! The JSON header (PROTOCOL.md 1.3): fastjson output from Java, serde output from rocketmq-rust.
+//!
+//! Decode is by field name, order-free, unknown fields ignored; `remark`/`extFields` may be
+//! null; `language` is an enum name (a number is tolerated); extFields values should be strings
+//! but numbers/booleans are stringified and nulls dropped, as Java's map would hold them. Encode
+//! writes fastjson's shape: fields sorted by name, null remark omitted, `extFields` always present.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use super::{RemotingCommand, SerializeType};
+use crate::protocol::codes::{language_code, language_name, LANGUAGE_OTHER};
+use crate::protocol::ProtocolError;
+
+#[derive(Deserialize)]
+struct JsonHeaderIn {
+    code: i32,
+    #[serde(default, deserialize_with = "de_language")]
+    language: u8,
+    #[serde(default)]
+    version: i32,
+    #[serde(default)]
+    opaque: i32,
+    #[serde(default)]
+    flag: i32,
+    #[serde(default)]
+    remark: Option<String>,
+    #[serde(default, rename = "extFields")]
+    ext_fields: Option<ExtFields>,
+}
+
+/// Field order is alphabetical because fastjson sorts, so our bytes look like Java's (and hit
+/// rocketmq-rust's fast "Java layout" parser). `language` and `serializeTypeCurrentRPC` must be
+/// present: rocketmq-rust treats both as required.
+#[derive(Serialize)]
+struct JsonHeaderOut<'a> {
+    code: i32,
+    #[serde(rename = "extFields")]
+    ext_fields: &'a HashMap<String, String>,
+    flag: i32,
+    language: &'static str,
+    opaque: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remark: Option<&'a str>,
+    #[serde(rename = "serializeTypeCurrentRPC")]
+    serialize_type_current_rpc: &'static str,
+    version: i32,
+}
+
+pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
+    // serde would also accept a JSON array for a struct; a header is always an object.
+    if header.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ProtocolError::BadHeader(
+            "JSON header is not an object".to_owned(),
+        ));
+    }
+    let h: JsonHeaderIn = serde_json::from_slice(header)
+        .map_err(|e| ProtocolError::BadHeader(format!("JSON header: {e}")))?;
+    Ok(RemotingCommand {
+        code: h.code,
+        language: h.language,
+        version: h.version,
+        opaque: h.opaque,
+        flag: h.flag,
+        remark: h.remark,
+        ext_fields: h.ext_fields.map(|e| e.0).unwrap_or_default(),
+        body: Bytes::new(),
+        serialize_type: SerializeType::Json,
+    })
+}
+
+pub(super) fn encode(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), ProtocolError> {
+    let out = JsonHeaderOut {
+        code: cmd.code,
+        ext_fields: &cmd.ext_fields,
+        flag: cmd.flag,
+        language: language_name(cmd.language),
+        opaque: cmd.opaque,
+        remark: cmd.remark.as_deref(),
+        serialize_type_current_rpc: "JSON",
+        version: cmd.version,
+    };
+    serde_json::to_writer(dst.writer(), &out)
+        .map_err(|e| ProtocolError::Unencodable(format!("JSON header: {e}")))
+}
+
+/// `language` as an enum name (unknown names become OTHER), a number, or null (JAVA).
+fn de_language<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    struct LanguageVisitor;
+    impl Visitor<'_> for LanguageVisitor {
+        type Value = u8;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a LanguageCode name or number")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<u8, E> {
+            Ok(language_code(v))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<u8, E> {
+            Ok(u8::try_from(v).unwrap_or(LANGUAGE_OTHER))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<u8, E> {
+            Ok(u8::try_from(v).unwrap_or(LANGUAGE_OTHER))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<u8, E> {
+            Ok(0)
+        }
+    }
+    d.deserialize_any(LanguageVisitor)
+}
+
+/// extFields read straight into the map: string values as is, numbers and booleans
+/// stringified (what Java's `toString` would have sent), null values dropped.
+struct ExtFields(HashMap<String, String>);
+
+impl<'de> Deserialize<'de> for ExtFields {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ExtFieldsVisitor)
+    }
+}
+
+struct ExtFieldsVisitor;
+
+impl<'de> Visitor<'de> for ExtFieldsVisitor {
+    type Value = ExtFields;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object of string values")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFields, A::Error> {
+        // No size hint preallocation: the hint is bounded by the input anyway, but keep it small.
+        let mut out = HashMap::with_capacity(map.size_hint().unwrap_or(0).min(32));
+        while let Some(key) = map.next_key::<String>()? {
+            if let ExtValue(Some(v)) = map.next_value::<ExtValue>()? {
+                out.insert(key, v);
+            }
+        }
+        Ok(ExtFields(out))
+    }
+}
+
+struct ExtValue(Option<String>);
+
+impl<'de> Deserialize<'de> for ExtValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ExtValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string, number, boolean or null")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ExtValue, E> {
+                Ok(ExtValue(Some(v.to_string())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ExtValue, E> {
+                Ok(ExtValue(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

@@ -1,0 +1,273 @@
+//! Message ids (PROTOCOL.md 3.7).
+//!
+//! The offset msg id is uppercase hex of store IP (4 or 16 bytes) + port (int) + commit-log
+//! offset (long): 32 hex chars for IPv4, 56 for IPv6; the decoder picks the family from the
+//! length. `UniqKeyGenerator` makes broker-side UNIQ_KEYs for messages that arrive without one,
+//! in the client's layout (ip + pid + discriminator + ms since month start + counter) so that
+//! Java tools that read the time out of a UNIQ_KEY still work. Called by the send, pull-by-id
+//! and transaction paths.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::ProtocolError;
+
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+
+fn push_hex(dst: &mut String, bytes: &[u8]) {
+    for b in bytes {
+        dst.push(HEX_UPPER[(b >> 4) as usize] as char);
+        dst.push(HEX_UPPER[(b & 0xF) as usize] as char);
+    }
+}
+
+fn ip_octets(ip: IpAddr) -> ([u8; 16], usize) {
+    let mut buf = [0u8; 16];
+    match ip {
+        IpAddr::V4(v4) => {
+            buf[..4].copy_from_slice(&v4.octets());
+            (buf, 4)
+        }
+        IpAddr::V6(v6) => {
+            buf.copy_from_slice(&v6.octets());
+            (buf, 16)
+        }
+    }
+}
+
+/// `MessageDecoder.createMessageId`: hex(store IP, port, phy_offset), uppercase.
+pub fn offset_msg_id(store_host: SocketAddr, phy_offset: i64) -> String {
+    let (ip, ip_len) = ip_octets(store_host.ip());
+    let mut s = String::with_capacity((ip_len + 12) * 2);
+    push_hex(&mut s, &ip[..ip_len]);
+    push_hex(&mut s, &(store_host.port() as i32).to_be_bytes());
+    push_hex(&mut s, &phy_offset.to_be_bytes());
+    s
+}
+
+/// Inverse of `offset_msg_id` (hex digits of either case). Errors: a length other than 32/56,
+/// a non-hex digit, a port outside 0..=65535.
+pub fn decode_offset_msg_id(id: &str) -> Result<(SocketAddr, i64), ProtocolError> {
+    let invalid = || ProtocolError::InvalidField {
+        name: "msgId",
+        value: id.chars().take(64).collect(),
+    };
+    let ip_len = match id.len() {
+        32 => 4,
+        56 => 16,
+        _ => return Err(invalid()),
+    };
+    let mut raw = [0u8; 28];
+    let n = id.len() / 2;
+    for (i, pair) in id.as_bytes().chunks_exact(2).enumerate() {
+        let hi = hex_val(pair[0]).ok_or_else(invalid)?;
+        let lo = hex_val(pair[1]).ok_or_else(invalid)?;
+        raw[i] = (hi << 4) | lo;
+    }
+    let raw = &raw[..n];
+    let ip = if ip_len == 4 {
+        IpAddr::V4(Ipv4Addr::new(raw[0], raw[1], raw[2], raw[3]))
+    } else {
+        let mut o = [0u8; 16];
+        o.copy_from_slice(&raw[..16]);
+        IpAddr::V6(Ipv6Addr::from(o))
+    };
+    let port = i32::from_be_bytes(raw[ip_len..ip_len + 4].try_into().expect("4 bytes"));
+    let port = u16::try_from(port).map_err(|_| invalid())?;
+    let offset = i64::from_be_bytes(raw[ip_len + 4..ip_len + 12].try_into().expect("8 bytes"));
+    Ok((SocketAddr::new(ip, port), offset))
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+/// Distinguishes generators inside one process (one per shard), taking the slot the Java
+/// client fills with its class loader's hash.
+static GENERATOR_SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// Broker-side UNIQ_KEY source: 32 uppercase hex chars for an IPv4 broker (56 for IPv6),
+/// unique within the process and, through ip + pid + time, across processes.
+pub struct UniqKeyGenerator {
+    /// Hex of ip + pid (short) + discriminator (int): fixed for this generator.
+    prefix: String,
+    /// Start of the current UTC month in ms, and the start of the next one.
+    month_start_ms: i64,
+    next_month_start_ms: i64,
+    counter: u16,
+}
+
+impl UniqKeyGenerator {
+    pub fn new(ip: IpAddr) -> Self {
+        let (octets, ip_len) = ip_octets(ip);
+        let pid = std::process::id() as u16;
+        // Spread consecutive generator numbers over the int so ids of different shards differ
+        // early in the string (golden-ratio multiply, a bijection on u32).
+        let seq = GENERATOR_SEQ.fetch_add(1, Ordering::Relaxed);
+        let disc = seq.wrapping_mul(0x9E37_79B9) ^ std::process::id();
+        let mut prefix = String::with_capacity((ip_len + 6) * 2);
+        push_hex(&mut prefix, &octets[..ip_len]);
+        push_hex(&mut prefix, &pid.to_be_bytes());
+        push_hex(&mut prefix, &disc.to_be_bytes());
+        UniqKeyGenerator {
+            prefix,
+            month_start_ms: 0,
+            next_month_start_ms: i64::MIN,
+            counter: 0,
+        }
+    }
+
+    /// The next id for a message stored at wall-clock `now_ms`.
+    pub fn next(&mut self, now_ms: i64) -> String {
+        if now_ms >= self.next_month_start_ms || now_ms < self.month_start_ms {
+            let (start, next) = utc_month_bounds_ms(now_ms);
+            self.month_start_ms = start;
+            self.next_month_start_ms = next;
+        }
+        let since_month = (now_ms - self.month_start_ms) as i32; // < 31 days in ms, fits
+        let mut s = String::with_capacity(self.prefix.len() + 12);
+        s.push_str(&self.prefix);
+        push_hex(&mut s, &since_month.to_be_bytes());
+        push_hex(&mut s, &self.counter.to_be_bytes());
+        self.counter = self.counter.wrapping_add(1);
+        s
+    }
+}
+
+/// Start of the UTC month containing `ms` and of the following month, in ms since the epoch.
+fn utc_month_bounds_ms(ms: i64) -> (i64, i64) {
+    const DAY_MS: i64 = 86_400_000;
+    let days = ms.div_euclid(DAY_MS);
+    let (y, m, d) = civil_from_days(days);
+    let start = (days - (d as i64 - 1)) * DAY_MS;
+    let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+    let next = days_from_civil(ny, nm, 1) * DAY_MS;
+    (start, next)
+}
+
+/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian, UTC).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 } as i64;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Debug helper for logs: hex of arbitrary bytes (uppercase, like the ids).
+pub fn to_hex_upper(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02X}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Golden IPv4 id from the spec layout: 10.0.0.1:10911 at offset 0x1234.
+    #[test]
+    fn offset_msg_id_golden_ipv4() {
+        let addr: SocketAddr = "10.0.0.1:10911".parse().unwrap();
+        let id = offset_msg_id(addr, 0x1234);
+        assert_eq!(id, "0A00000100002A9F0000000000001234");
+        assert_eq!(decode_offset_msg_id(&id).unwrap(), (addr, 0x1234));
+        assert_eq!(
+            decode_offset_msg_id(&id.to_lowercase()).unwrap(),
+            (addr, 0x1234)
+        );
+    }
+
+    /// IPv6 ids are 56 hex chars and round-trip.
+    #[test]
+    fn offset_msg_id_ipv6_round_trip() {
+        let addr: SocketAddr = "[fe80::1:2]:10911".parse().unwrap();
+        let id = offset_msg_id(addr, i64::MAX);
+        assert_eq!(id.len(), 56);
+        assert!(id.starts_with("FE800000000000000000000000010002"));
+        assert_eq!(decode_offset_msg_id(&id).unwrap(), (addr, i64::MAX));
+    }
+
+    /// Bad lengths, non-hex digits and impossible ports are errors.
+    #[test]
+    fn decode_errors() {
+        for bad in [
+            "",
+            "0A00",
+            "0A00000100002A9F000000000000123",
+            "0A00000100002A9F000000000000123G",
+            "0A000001FFFFFFFF0000000000001234",
+            "ÄÄ00000100002A9F00000000000012",
+        ] {
+            assert!(
+                matches!(
+                    decode_offset_msg_id(bad),
+                    Err(ProtocolError::InvalidField { name: "msgId", .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    /// UNIQ_KEYs are 32 uppercase hex chars, distinct across calls and generators, and carry
+    /// the ms since the start of the UTC month where Java's reader expects them.
+    #[test]
+    fn uniq_keys_are_unique_and_shaped_like_java() {
+        let ip: IpAddr = "192.168.1.7".parse().unwrap();
+        let mut a = UniqKeyGenerator::new(ip);
+        let mut b = UniqKeyGenerator::new(ip);
+        // 2024-03-05T00:00:01.500Z; March 1st 00:00 UTC = 1709251200000.
+        let now = 1_709_596_801_500i64;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            for g in [&mut a, &mut b] {
+                let k = g.next(now);
+                assert_eq!(k.len(), 32);
+                assert!(k
+                    .bytes()
+                    .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(&c)));
+                assert!(k.starts_with("C0A80107"));
+                let t = i32::from_str_radix(&k[20..28], 16).unwrap() as i64;
+                assert_eq!(t, now - 1_709_251_200_000);
+                assert!(seen.insert(k));
+            }
+        }
+    }
+
+    /// Month boundaries, including a leap February and a year end.
+    #[test]
+    fn utc_month_bounds() {
+        // 2024-02-29T12:00Z -> Feb 1 .. Mar 1.
+        let (s, n) = utc_month_bounds_ms(1_709_208_000_000);
+        assert_eq!(s, 1_706_745_600_000);
+        assert_eq!(n, 1_709_251_200_000);
+        // 2023-12-31T23:59:59.999Z -> Dec 1 .. Jan 1 2024.
+        let (s, n) = utc_month_bounds_ms(1_704_067_199_999);
+        assert_eq!(s, 1_701_388_800_000);
+        assert_eq!(n, 1_704_067_200_000);
+        assert_eq!(to_hex_upper(&[0xAB, 0x01]), "AB01");
+    }
+}

@@ -1,0 +1,234 @@
+//! One connection's life: read frames, run each request as a local task, write the outbox.
+//!
+//! Bounds: a frame larger than `max_frame_len` closes the connection (as Java's decoder does);
+//! at most `MAX_INFLIGHT_PER_CONN` requests run at once per connection (reading pauses past it);
+//! the outbox holds at most `OUTBOX_CAPACITY` entries, and a client that lets it fill up (it stopped
+//! reading) is disconnected so its memory is freed. A connection idle for `idle_timeout` closes.
+
+use std::cell::Cell;
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use futures_lite::FutureExt;
+
+use super::{ConnInfo, Handler, Outbound};
+use crate::constants::{MAX_INFLIGHT_PER_CONN, READ_CHUNK};
+use crate::protocol::frame::split_frame;
+use crate::protocol::RemotingCommand;
+use crate::runtime::net::Stream;
+use crate::runtime::{self, MailboxReceiver, SendError};
+
+/// Limits applied to every connection.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnLimits {
+    pub max_frame_len: usize,
+    pub idle_timeout: Duration,
+}
+
+/// Local state shared between the connection task and its request tasks (same shard).
+struct ConnShared {
+    alive: Cell<bool>,
+    inflight: Cell<usize>,
+    fd: i32,
+}
+
+impl ConnShared {
+    /// Kills the socket so a connection task blocked on a write wakes with an error.
+    fn abort(&self) {
+        if self.alive.replace(false) {
+            // SAFETY: the fd belongs to the live stream (alive was true, the stream is only
+            // dropped after alive is cleared by the connection task).
+            unsafe { libc::shutdown(self.fd, libc::SHUT_RDWR) };
+        }
+    }
+}
+
+enum Event {
+    Read(std::io::Result<usize>),
+    Out(Option<Outbound>),
+    Tick,
+}
+
+/// Serves one accepted connection until it closes.
+pub async fn serve<H: Handler>(
+    mut stream: Stream,
+    handler: Rc<H>,
+    info: ConnInfo,
+    outbox_rx: MailboxReceiver<Outbound>,
+    limits: ConnLimits,
+) {
+    let shared = Rc::new(ConnShared {
+        alive: Cell::new(true),
+        inflight: Cell::new(0),
+        fd: stream_fd(&stream),
+    });
+    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut chunk = vec![0u8; READ_CHUNK];
+    let mut last_activity = Instant::now();
+    let reason = loop {
+        let can_read = shared.inflight.get() < MAX_INFLIGHT_PER_CONN;
+        let ev = {
+            let out = async { Event::Out(outbox_rx.recv().await) };
+            let tick = async {
+                runtime::sleep(Duration::from_secs(1)).await;
+                Event::Tick
+            };
+            if can_read {
+                let read = async { Event::Read(stream.read(&mut chunk).await) };
+                read.or(out).or(tick).await
+            } else {
+                out.or(tick).await
+            }
+        };
+        match ev {
+            Event::Read(Ok(0)) => break "peer closed".to_string(),
+            Event::Read(Ok(n)) => {
+                last_activity = Instant::now();
+                rbuf.extend_from_slice(&chunk[..n]);
+                if let Err(e) = dispatch_frames(&mut rbuf, &handler, &info, &shared, limits) {
+                    break e;
+                }
+            }
+            Event::Read(Err(e)) => break format!("read error: {e}"),
+            Event::Out(None) => break "outbox closed".to_string(),
+            Event::Out(Some(first)) => {
+                last_activity = Instant::now();
+                if let Err(e) = write_out(&mut stream, &*handler, first, &outbox_rx).await {
+                    break e;
+                }
+            }
+            Event::Tick => {
+                if last_activity.elapsed() > limits.idle_timeout {
+                    break "idle timeout".to_string();
+                }
+            }
+        }
+        if !shared.alive.get() {
+            break "aborted: client not reading its responses".to_string();
+        }
+    };
+    shared.alive.set(false);
+    tracing::debug!(conn = info.id, peer = %info.peer, reason = %reason, "connection closed");
+    handler.closed(&info);
+}
+
+fn stream_fd(stream: &Stream) -> i32 {
+    stream.raw_fd()
+}
+
+/// Splits and starts every complete frame in `rbuf`. An error closes the connection.
+fn dispatch_frames<H: Handler>(
+    rbuf: &mut BytesMut,
+    handler: &Rc<H>,
+    info: &ConnInfo,
+    shared: &Rc<ConnShared>,
+    limits: ConnLimits,
+) -> Result<(), String> {
+    loop {
+        let frame = match split_frame(rbuf, limits.max_frame_len) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                tracing::warn!(conn = info.id, peer = %info.peer, error = %e, "bad frame, closing");
+                return Err(format!("bad frame: {e}"));
+            }
+        };
+        let cmd = match RemotingCommand::decode(frame) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(conn = info.id, peer = %info.peer, error = %e, "undecodable command, closing");
+                return Err(format!("bad command: {e}"));
+            }
+        };
+        if cmd.is_response() {
+            // Answers to broker->client requests (e.g. consumer running info): nothing waits.
+            continue;
+        }
+        shared.inflight.set(shared.inflight.get() + 1);
+        let (h, i, s) = (handler.clone(), info.clone(), shared.clone());
+        runtime::spawn(async move {
+            let out = h.handle(i.clone(), cmd).await;
+            s.inflight.set(s.inflight.get() - 1);
+            if let Some(out) = out {
+                if !s.alive.get() {
+                    return;
+                }
+                match i.outbox.try_send(out) {
+                    Ok(()) => {}
+                    Err(SendError::Full(_)) => {
+                        tracing::warn!(conn = i.id, peer = %i.peer, "outbox full, disconnecting a client that does not read");
+                        s.abort();
+                    }
+                    Err(SendError::Closed(_)) => {}
+                }
+            }
+        });
+    }
+}
+
+/// Writes `first` and then everything else already queued, so one wake-up drains the outbox.
+async fn write_out<H: Handler>(
+    stream: &mut Stream,
+    handler: &H,
+    first: Outbound,
+    outbox_rx: &MailboxReceiver<Outbound>,
+) -> Result<(), String> {
+    let mut next = Some(first);
+    while let Some(out) = next.take() {
+        match out {
+            Outbound::Frame(bytes) => stream
+                .write_all(&bytes)
+                .await
+                .map_err(|e| format!("write error: {e}"))?,
+            Outbound::ZeroCopy { prefix, ranges } => {
+                stream
+                    .write_all(&prefix)
+                    .await
+                    .map_err(|e| format!("write error: {e}"))?;
+                for (phy, size) in coalesce(&ranges) {
+                    let (fd, off) = handler
+                        .open_range(phy, size)
+                        .map_err(|e| format!("cannot open commit log range {phy}+{size}: {e}"))?;
+                    stream
+                        .sendfile_all(fd.as_raw_fd(), off, size as usize)
+                        .await
+                        .map_err(|e| format!("sendfile error: {e}"))?;
+                }
+            }
+            Outbound::Close => return Err("closed by server".into()),
+        }
+        next = outbox_rx.try_recv();
+    }
+    Ok(())
+}
+
+/// Merges ranges that follow each other in the commit log, so one sendfile covers them. Ranges
+/// never merge across a segment boundary because the blank marker sits between them.
+pub fn coalesce(ranges: &[(u64, u32)]) -> Vec<(u64, u32)> {
+    let mut out: Vec<(u64, u32)> = Vec::with_capacity(ranges.len());
+    for &(phy, size) in ranges {
+        if let Some(last) = out.last_mut() {
+            if last.0 + last.1 as u64 == phy && (last.1 as u64 + size as u64) <= u32::MAX as u64 {
+                last.1 += size;
+                continue;
+            }
+        }
+        out.push((phy, size));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::coalesce;
+
+    /// Adjacent records become one sendfile; a gap starts a new one.
+    #[test]
+    fn coalesces_adjacent_ranges() {
+        let r = coalesce(&[(0, 10), (10, 5), (20, 1), (21, 2)]);
+        assert_eq!(r, vec![(0, 15), (20, 3)]);
+        assert!(coalesce(&[]).is_empty());
+    }
+}

@@ -1,0 +1,75 @@
+//! Sockets only: the per-connection read/write loop shared by the broker and the name server,
+//! and a small request/response client (the broker's link to name servers).
+//!
+//! A connection is served by one task on the shard that accepted it. It reads frames, hands each
+//! request to the [`Handler`] as its own local task (so a long-polled pull never holds up the
+//! requests behind it), and writes whatever lands in the connection's bounded outbox: responses,
+//! zero-copy pull bodies, and requests the broker sends to the client.
+
+pub mod client;
+pub mod connection;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use crate::protocol::RemotingCommand;
+use crate::runtime::MailboxSender;
+
+/// What a connection task writes to its socket.
+pub enum Outbound {
+    /// A complete encoded frame.
+    Frame(Bytes),
+    /// A frame whose body is sent with sendfile: `prefix` already counts the body length;
+    /// the body is the concatenation of the commit-log ranges `(phy_offset, size)`.
+    ZeroCopy {
+        prefix: Bytes,
+        ranges: Vec<(u64, u32)>,
+    },
+    /// Close the connection after everything queued before it is written.
+    Close,
+}
+
+/// The sending side of a connection's outbox; `Send`, so other shards can push to it.
+pub type Outbox = MailboxSender<Outbound>;
+
+/// What a handler knows about the connection a request came in on.
+#[derive(Clone)]
+pub struct ConnInfo {
+    /// Process-unique connection id (shard number in the top bits).
+    pub id: u64,
+    pub peer: SocketAddr,
+    pub outbox: Outbox,
+}
+
+/// A boxed local future.
+pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// Serves requests for one kind of server (broker or name server) on one shard.
+pub trait Handler: 'static {
+    /// Handles one request; the response (if any) is pushed to `conn.outbox` by the handler or
+    /// returned here.
+    fn handle(self: Rc<Self>, conn: ConnInfo, cmd: RemotingCommand) -> LocalFuture<Option<Outbound>>;
+
+    /// The connection closed (peer gone, error, or shutdown).
+    fn closed(self: Rc<Self>, conn: &ConnInfo);
+
+    /// Reads commit-log ranges for zero-copy bodies: returns an fd the caller may use for the
+    /// duration of one sendfile (the caller closes it) and the byte offset in that file.
+    fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<(std::os::fd::OwnedFd, u64)>;
+}
+
+/// Encodes a command into a frame, logging (not panicking) if it cannot be encoded.
+pub fn encode_frame(cmd: &RemotingCommand) -> Option<Outbound> {
+    let mut buf = bytes::BytesMut::with_capacity(256 + cmd.body.len());
+    match cmd.encode(&mut buf) {
+        Ok(()) => Some(Outbound::Frame(buf.freeze())),
+        Err(e) => {
+            tracing::error!(code = cmd.code, error = %e, "cannot encode command");
+            None
+        }
+    }
+}

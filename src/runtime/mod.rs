@@ -1,0 +1,188 @@
+//! The only module that names glommio: shard executors pinned to cores, the cross-shard mesh,
+//! timers, spawning, and (in `net`) sockets with a non-blocking sendfile.
+//!
+//! A shard is one glommio `LocalExecutor` on its own thread with its own io_uring rings. Shards
+//! share nothing mutable: the only way to touch another shard's state is to send it a [`Job`]
+//! through its bounded [`mailbox`], which the shard runs on its own thread. [`Mesh::call`] builds
+//! request/response on top of that. Everything outside this module is plain Rust that can be
+//! tested without glommio (ARCHITECTURE invariant 7).
+
+pub mod mailbox;
+pub mod net;
+
+use std::future::Future;
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use glommio::{LocalExecutorBuilder, Placement};
+
+pub use mailbox::{mailbox, MailboxReceiver, MailboxSender, SendError};
+
+/// A unit of work for a shard: runs on the target shard's thread with its state.
+pub type Job<S> = Box<dyn FnOnce(&Rc<S>) + Send>;
+
+/// Handles to every shard's mailbox, indexed by shard number. Cheap to clone, `Send`.
+pub struct Mesh<S> {
+    senders: Arc<Vec<MailboxSender<Job<S>>>>,
+    me: usize,
+}
+
+impl<S> Clone for Mesh<S> {
+    fn clone(&self) -> Self {
+        Mesh {
+            senders: self.senders.clone(),
+            me: self.me,
+        }
+    }
+}
+
+/// The target shard's mailbox is full (back-pressure) or the shard is gone.
+#[derive(Debug, thiserror::Error)]
+#[error("shard {0} is busy or stopped")]
+pub struct MeshBusy(pub usize);
+
+impl<S: 'static> Mesh<S> {
+    /// Builds the mesh and the receivers, one per shard, each mailbox holding `capacity` jobs.
+    pub fn new(shards: usize, capacity: usize) -> (Vec<Mesh<S>>, Vec<MailboxReceiver<Job<S>>>) {
+        let mut senders = Vec::with_capacity(shards);
+        let mut receivers = Vec::with_capacity(shards);
+        for _ in 0..shards {
+            let (tx, rx) = mailbox(capacity);
+            senders.push(tx);
+            receivers.push(rx);
+        }
+        let senders = Arc::new(senders);
+        let meshes = (0..shards)
+            .map(|me| Mesh {
+                senders: senders.clone(),
+                me,
+            })
+            .collect();
+        (meshes, receivers)
+    }
+
+    /// This shard's number.
+    pub fn me(&self) -> usize {
+        self.me
+    }
+
+    /// How many shards there are.
+    pub fn len(&self) -> usize {
+        self.senders.len()
+    }
+
+    /// Always false: a mesh has at least one shard.
+    pub fn is_empty(&self) -> bool {
+        self.senders.is_empty()
+    }
+
+    /// The sender of shard `i`, for plain threads (the writer) that post jobs.
+    pub fn sender(&self, i: usize) -> MailboxSender<Job<S>> {
+        self.senders[i].clone()
+    }
+
+    /// Posts a job to shard `target` without waiting for it to run.
+    pub fn post(&self, target: usize, job: Job<S>) -> Result<(), MeshBusy> {
+        self.senders[target]
+            .try_send(job)
+            .map_err(|_| MeshBusy(target))
+    }
+
+    /// Runs `f` on shard `target` (as a local task there) and waits for its result here.
+    pub async fn call<R, F, Fut>(&self, target: usize, f: F) -> Result<R, MeshBusy>
+    where
+        R: Send + 'static,
+        F: FnOnce(Rc<S>) -> Fut + Send + 'static,
+        Fut: Future<Output = R> + 'static,
+    {
+        let (tx, rx) = mailbox::<R>(1);
+        let job: Job<S> = Box::new(move |state: &Rc<S>| {
+            let fut = f(state.clone());
+            spawn(async move {
+                let r = fut.await;
+                // Capacity 1 and exactly one send: it cannot be full; a gone caller is fine.
+                let _ = tx.try_send(r);
+            });
+        });
+        self.post(target, job)?;
+        rx.recv().await.ok_or(MeshBusy(target))
+    }
+}
+
+/// Spawns a detached local task on the current shard.
+pub fn spawn<F: Future<Output = ()> + 'static>(fut: F) {
+    glommio::spawn_local(fut).detach();
+}
+
+/// Sleeps on the current shard's timer.
+pub async fn sleep(d: Duration) {
+    glommio::timer::sleep(d).await;
+}
+
+/// Runs a blocking closure on the executor's helper thread pool, so the shard's core keeps
+/// serving (file creation, config persistence, fsync of small files).
+pub async fn spawn_blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    glommio::executor().spawn_blocking(f).await
+}
+
+/// Runs `fut` with a deadline; `None` when it passed first.
+pub async fn timeout<T>(d: Duration, fut: impl Future<Output = T>) -> Option<T> {
+    use futures_lite::FutureExt;
+    let deadline = async {
+        sleep(d).await;
+        None
+    };
+    async { Some(fut.await) }.or(deadline).await
+}
+
+/// How a shard thread is placed.
+#[derive(Clone, Debug)]
+pub struct ShardPlacement {
+    /// Pin to this CPU, or leave unbound.
+    pub core: Option<usize>,
+    pub name: String,
+}
+
+/// Starts one executor thread per placement; `body(i)` builds the future the shard runs until
+/// it returns. Returns the join handles.
+pub fn start_shards<B, Fut>(
+    placements: Vec<ShardPlacement>,
+    body: B,
+) -> io::Result<Vec<std::thread::JoinHandle<()>>>
+where
+    B: Fn(usize) -> Fut + Send + Sync + Clone + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let mut handles = Vec::new();
+    for (i, p) in placements.into_iter().enumerate() {
+        let placement = match p.core {
+            Some(c) => Placement::Fixed(c),
+            None => Placement::Unbound,
+        };
+        let body = body.clone();
+        let name = p.name.clone();
+        let handle = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || {
+                let ex = LocalExecutorBuilder::new(placement)
+                    .name(&name)
+                    .spin_before_park(Duration::from_micros(0))
+                    .make();
+                match ex {
+                    Ok(ex) => ex.run(body(i)),
+                    Err(e) => tracing::error!(shard = i, error = %e, "cannot start executor"),
+                }
+            })?;
+        handles.push(handle);
+    }
+    Ok(handles)
+}
+
+/// Number of CPUs this process may run on.
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}

@@ -1,0 +1,170 @@
+//! Sockets for shards: SO_REUSEPORT listeners (one per shard, all on the same port), streams,
+//! and a sendfile that never blocks the core.
+//!
+//! glommio has no public sendfile, so [`Stream::sendfile_all`] calls the syscall on a
+//! non-blocking socket. When the socket buffer is full it falls back to writing ONE byte of the
+//! range through glommio's normal write path, which parks the task until the socket is writable
+//! (an io_uring poll), then resumes sendfile. A slow consumer therefore costs its own task a wait,
+//! never the shard's core, and all but one byte per stall still go zero-copy.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+use socket2::{Domain, Protocol, Socket, Type};
+
+/// Bytes the process has handed to `sendfile` (zero-copy) and bytes of message data that went
+/// through a user-space buffer instead (the one-byte fallbacks). Exposed for metrics and for the
+/// test that proves pulls are zero-copy.
+pub static SENDFILE_BYTES: AtomicU64 = AtomicU64::new(0);
+pub static SENDFILE_FALLBACK_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Creates a bound, listening TCP socket with SO_REUSEPORT so every shard can open its own
+/// listener on the same port. Call from any thread; hand the result to a shard.
+pub fn bind_reuseport(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let domain = if addr.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let sock = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+    sock.set_reuse_address(true)?;
+    sock.set_reuse_port(true)?;
+    sock.bind(&addr.into())?;
+    sock.listen(1024)?;
+    Ok(sock.into())
+}
+
+/// A shard-local listener.
+pub struct Listener {
+    inner: glommio::net::TcpListener,
+}
+
+impl Listener {
+    /// Adopts a listening socket; must be called on the shard that will accept from it.
+    pub fn from_std(l: std::net::TcpListener) -> Listener {
+        let fd = l.into_raw_fd();
+        // SAFETY: `fd` is a listening TCP socket we own (taken with into_raw_fd above).
+        let inner = unsafe { glommio::net::TcpListener::from_raw_fd(fd) };
+        Listener { inner }
+    }
+
+    pub async fn accept(&self) -> io::Result<Stream> {
+        let s = self.inner.accept().await.map_err(io::Error::from)?;
+        Stream::new(s)
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr().map_err(io::Error::from)
+    }
+}
+
+/// A connected TCP stream owned by exactly one task.
+pub struct Stream {
+    inner: glommio::net::TcpStream,
+}
+
+impl Stream {
+    fn new(inner: glommio::net::TcpStream) -> io::Result<Stream> {
+        inner.set_nodelay(true).map_err(io::Error::from)?;
+        // sendfile has no MSG_DONTWAIT; the socket itself must not block. glommio's own reads
+        // and writes are readiness based, so they work unchanged on a non-blocking socket.
+        set_nonblocking(inner.as_raw_fd())?;
+        Ok(Stream { inner })
+    }
+
+    /// Connects (used by the broker's name-server client and by tests).
+    pub async fn connect(addr: SocketAddr) -> io::Result<Stream> {
+        let s = glommio::net::TcpStream::connect(addr)
+            .await
+            .map_err(io::Error::from)?;
+        Stream::new(s)
+    }
+
+    /// The socket's fd, for shutdown(2) from a task that does not own the stream.
+    pub fn raw_fd(&self) -> RawFd {
+        self.inner.as_raw_fd()
+    }
+
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.peer_addr().map_err(io::Error::from)
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr().map_err(io::Error::from)
+    }
+
+    pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).await
+    }
+
+    pub async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner.write_all(buf).await
+    }
+
+    /// Sends `len` bytes of `file` starting at `offset` straight from the page cache.
+    /// The caller keeps `file` open until this returns.
+    pub async fn sendfile_all(&mut self, file: RawFd, offset: u64, len: usize) -> io::Result<()> {
+        let sock = self.inner.as_raw_fd();
+        let mut off = offset as libc::off_t;
+        let end = offset + len as u64;
+        while (off as u64) < end {
+            let want = (end - off as u64) as usize;
+            // SAFETY: both fds are open for the duration of the call; `off` is a valid pointer.
+            let n = unsafe { libc::sendfile(sock, file, &mut off, want) };
+            if n > 0 {
+                SENDFILE_BYTES.fetch_add(n as u64, Ordering::Relaxed);
+                continue;
+            }
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "sendfile: source file shorter than the range",
+                ));
+            }
+            let err = io::Error::last_os_error();
+            match err.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => {
+                    // Socket full: write one byte through the normal path, which waits for
+                    // writability without blocking the core, then go back to sendfile.
+                    let mut b = [0u8; 1];
+                    // SAFETY: `b` is a valid 1-byte buffer; `file` is open.
+                    let r = unsafe { libc::pread(file, b.as_mut_ptr().cast(), 1, off) };
+                    if r != 1 {
+                        return Err(if r < 0 {
+                            io::Error::last_os_error()
+                        } else {
+                            io::Error::new(io::ErrorKind::UnexpectedEof, "pread: short file")
+                        });
+                    }
+                    self.inner.write_all(&b).await?;
+                    SENDFILE_FALLBACK_BYTES.fetch_add(1, Ordering::Relaxed);
+                    off += 1;
+                }
+                _ => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush().await
+    }
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: plain fcntl calls on an fd we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

@@ -1,1 +1,0 @@
-//! ConsumeQueue: filled by its owner.

@@ -1,1 +1,0 @@
-//! IndexFile: filled by its owner.

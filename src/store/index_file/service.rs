@@ -1,0 +1,176 @@
+//! IndexService: the `index/` directory as a list of IndexFiles, oldest first. Puts go to the
+//! newest file and roll to a new one when it is full; queries walk files newest first.
+//!
+//! Who calls it: the writer thread (`put`, `flush`) — the only mutator; store recovery (`open`,
+//! `truncate_after`, `max_phy_offset`); QUERY_MESSAGE reads (`query`).
+//!
+//! Invariants: `files` are sorted by creation time from their names, and creation times are
+//! strictly increasing even if the wall clock steps back, so the order survives a reopen.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::naming::ms_from_file_name;
+use super::{file_size, IndexFile};
+use crate::store::StoreError;
+
+pub struct IndexService {
+    dir: PathBuf,
+    hash_slot_num: u32,
+    index_num: u32,
+    files: Vec<IndexFile>,
+}
+
+impl IndexService {
+    /// Opens every `index/<yyyyMMddHHmmssSSS>` file. Files with other names are ignored; a file
+    /// whose size does not fit this configuration or whose header is broken is skipped with a
+    /// warning (the index is derived data: losing it only loses key lookups for that period).
+    pub fn open(store_root: &Path, hash_slot_num: u32, index_num: u32) -> Result<Self, StoreError> {
+        file_size(hash_slot_num, index_num)?;
+        let dir = store_root.join("index");
+        let mut files = Vec::new();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => Some(entries),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(StoreError::io(&dir, e)),
+        };
+        for entry in entries.into_iter().flatten() {
+            let entry = entry.map_err(|e| StoreError::io(&dir, e))?;
+            let path = entry.path();
+            let named = entry
+                .file_name()
+                .to_str()
+                .and_then(ms_from_file_name)
+                .is_some();
+            if !named || !path.is_file() {
+                tracing::warn!(path = %path.display(), "not an index file; ignored");
+                continue;
+            }
+            match IndexFile::open(&path, hash_slot_num, index_num) {
+                Ok(f) => files.push(f),
+                Err(e) => tracing::warn!(path = %path.display(), error = %e, "index file skipped"),
+            }
+        }
+        files.sort_by_key(IndexFile::created_ms);
+        Ok(IndexService {
+            dir,
+            hash_slot_num,
+            index_num,
+            files,
+        })
+    }
+
+    /// Indexes `topic#key` for every non-empty key of one message. A message at or below the
+    /// newest file's last indexed phy offset is already indexed (recovery re-dispatch) and is
+    /// skipped, so re-dispatch never duplicates entries. Messages must come in phy order.
+    pub fn put(
+        &mut self,
+        topic: &str,
+        keys: &[&str],
+        phy_offset: u64,
+        store_timestamp: i64,
+    ) -> Result<(), StoreError> {
+        let indexed = self.files.last().is_some_and(|f| {
+            phy_offset < f.end_phy_offset() || (phy_offset == f.end_phy_offset() && !f.is_empty())
+        });
+        if indexed {
+            return Ok(());
+        }
+        for key in keys.iter().filter(|k| !k.is_empty()) {
+            let full_key = format!("{topic}#{key}");
+            let f = self.writable_file(phy_offset)?;
+            let put = f.put_key(&full_key, phy_offset, store_timestamp)?;
+            assert!(put, "a file that is not full accepts a key");
+        }
+        Ok(())
+    }
+
+    /// Up to `max` phy offsets for `topic#key` stored within `[begin_ts, end_ts]`, newest file
+    /// first, without duplicates. Hash matches only: the caller re-checks the key in each message.
+    pub fn query(
+        &self,
+        topic: &str,
+        key: &str,
+        max: usize,
+        begin_ts: i64,
+        end_ts: i64,
+    ) -> Vec<u64> {
+        let full_key = format!("{topic}#{key}");
+        let mut out: Vec<u64> = Vec::new();
+        for f in self.files.iter().rev().filter(|f| !f.is_empty()) {
+            if out.len() >= max {
+                break;
+            }
+            if begin_ts <= f.end_timestamp() && end_ts >= f.begin_timestamp() {
+                for phy in f.select_phy_offsets(&full_key, max - out.len(), begin_ts, end_ts) {
+                    if !out.contains(&phy) {
+                        out.push(phy);
+                    }
+                }
+            }
+            // Older files hold only older entries.
+            if f.begin_timestamp() < begin_ts {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Abnormal-exit recovery: deletes every file whose end timestamp is after `ts` (the
+    /// checkpoint's index time); the re-dispatch rebuilds their keys.
+    pub fn truncate_after(&mut self, ts: i64) -> Result<(), StoreError> {
+        while let Some(pos) = self.files.iter().position(|f| f.end_timestamp() > ts) {
+            let path = self.files[pos].path().to_owned();
+            fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+            self.files.remove(pos);
+        }
+        Ok(())
+    }
+
+    /// End phy offset of the newest file (0 without files): where index re-dispatch resumes.
+    pub fn max_phy_offset(&self) -> u64 {
+        self.files.last().map_or(0, IndexFile::end_phy_offset)
+    }
+
+    pub fn flush(&mut self) -> Result<(), StoreError> {
+        self.files.iter_mut().try_for_each(IndexFile::flush)
+    }
+
+    /// Files oldest first (for recovery and tests).
+    pub fn files(&self) -> &[IndexFile] {
+        &self.files
+    }
+
+    fn writable_file(&mut self, phy_offset: u64) -> Result<&mut IndexFile, StoreError> {
+        if self.files.last().is_none_or(IndexFile::is_full) {
+            return self.roll(phy_offset);
+        }
+        Ok(self.files.last_mut().expect("checked non-empty"))
+    }
+
+    /// Starts a new file named by the wall clock, kept strictly after the newest file's name.
+    fn roll(&mut self, phy_offset: u64) -> Result<&mut IndexFile, StoreError> {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let after_newest = self.files.last().map_or(0, |f| f.created_ms() + 1);
+        let begin_phy = self
+            .files
+            .last()
+            .map_or(phy_offset, IndexFile::end_phy_offset);
+        if let Some(full) = self.files.last_mut() {
+            full.flush()?;
+        }
+        let f = IndexFile::create(
+            &self.dir,
+            self.hash_slot_num,
+            self.index_num,
+            begin_phy,
+            now_ms.max(after_newest),
+        )?;
+        self.files.push(f);
+        Ok(self.files.last_mut().expect("just pushed"))
+    }
+}
