@@ -107,6 +107,11 @@ fn sync_send_returns_send_ok_and_round_trips() {
                 "consumed commitLogOffset matches offsetMsgId"
             );
             assert_eq!(r.reconsume_times, 0);
+            assert_eq!(
+                Some(r.offset_msg_id.as_str()),
+                res.offset_msg_id.as_deref(),
+                "consumed offset msgId matches the SendResult's"
+            );
         }
     });
 }

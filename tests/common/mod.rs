@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use cheetah_string::CheetahString;
 use rocketmq_client_rust::{
     ClientConfig, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus,
@@ -575,7 +576,11 @@ pub async fn wait_route(producer: &mut DefaultMQProducer, topic: &str) -> usize 
 /// What a listener saw of one delivered message (owned, so it can cross the channel).
 #[derive(Clone, Debug)]
 pub struct Received {
+    /// The client-side unique id (property UNIQ_KEY), which is what `SendResult::msg_id` holds;
+    /// falls back to the offset id when the property is absent.
     pub msg_id: String,
+    /// The broker-side offset message id (store host + commit-log offset).
+    pub offset_msg_id: String,
     pub topic: String,
     pub tags: Option<String>,
     pub keys: Option<String>,
@@ -592,8 +597,14 @@ pub struct Received {
 
 impl Received {
     pub fn from_ext(m: &MessageExt, consumer_no: usize) -> Received {
+        // rocketmq-client-rust's MessageExt::msg_id() is the offset id; Java's MessageClientExt
+        // would return UNIQ_KEY instead, so do the same here.
+        let uniq = MessageTrait::property(m, &CheetahString::from_static_str("UNIQ_KEY"))
+            .map(|k| k.to_string())
+            .filter(|k| !k.is_empty());
         Received {
-            msg_id: m.msg_id().to_string(),
+            msg_id: uniq.unwrap_or_else(|| m.msg_id().to_string()),
+            offset_msg_id: m.msg_id().to_string(),
             topic: m.topic().to_string(),
             tags: m.get_tags().map(|t| t.to_string()),
             keys: MessageTrait::get_keys(m).map(|k| k.to_string()),
