@@ -91,12 +91,27 @@ fn lite_pull_subscribe_and_assign() {
             .map(|(b, _)| b.clone())
             .collect();
         let assigned = lite_pull_consumer_assign(&ns, &unique_group("lite-assign")).await;
+        // Queues come from the consumer itself (as in Java's assign flow), which also gives its
+        // client instance the topic's broker address for the offset queries behind seek().
+        let own = within(
+            10,
+            "consumer fetch queues",
+            assigned.fetch_message_queues(&topic),
+        )
+        .await
+        .expect("lite consumer fetch_message_queues");
+        assert!(own.contains(&mq), "consumer's queues {own:?} lack {mq:?}");
         within(10, "assign", assigned.assign(vec![mq.clone()]))
             .await
             .expect("assign");
+        let min = within(10, "min offset", assigned.min_offset(&mq)).await;
+        let max = within(10, "max offset", assigned.max_offset(&mq)).await;
+        let assignment = within(10, "assignment", assigned.assignment()).await;
         within(10, "seek", assigned.seek(&mq, 0))
             .await
-            .expect("seek to 0");
+            .unwrap_or_else(|e| {
+                panic!("seek to 0 failed: {e} (min offset {min:?}, max offset {max:?}, assignment {assignment:?})")
+            });
         let mut again = HashSet::new();
         let deadline = Instant::now() + Duration::from_secs(15);
         while !expected.is_subset(&again) && Instant::now() < deadline {

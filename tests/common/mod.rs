@@ -539,14 +539,27 @@ pub fn message(topic: &str, tag: &str, key: &str, body: &[u8]) -> Message {
 /// server routes it, so consumers started afterwards find it at once. Sends one message tagged
 /// [`WARMUP_TAG`] with body "warmup"; tests must ignore it.
 pub async fn create_topic_by_send(producer: &mut DefaultMQProducer, topic: &str) {
-    let result = within(
-        15,
-        "warm-up send",
-        producer.send_with_timeout(message(topic, WARMUP_TAG, "", b"warmup"), 5_000),
-    )
-    .await
-    .expect("warm-up send (auto-create topic) failed");
-    assert!(result.is_some(), "warm-up send returned no SendResult");
+    // Retried: right after startup the broker's first REGISTER_BROKER (which carries TBW102,
+    // the auto-create template) may not have reached the name server yet.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let attempt = tokio::time::timeout(
+            Duration::from_secs(6),
+            producer.send_with_timeout(message(topic, WARMUP_TAG, "", b"warmup"), 5_000),
+        )
+        .await;
+        match attempt {
+            Ok(Ok(Some(_))) => break,
+            other => {
+                if Instant::now() >= deadline {
+                    panic!(
+                        "warm-up send (auto-create topic {topic}) kept failing for 15 s: {other:?}"
+                    );
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
     wait_route(producer, topic).await;
 }
 
