@@ -15,14 +15,28 @@ const PHASE1: usize = 40;
 const PHASE2: usize = 20;
 
 /// Committed offset of `group` for each queue, read from the broker by a fresh assign-mode lite
-/// pull consumer (its memory is empty, so `committed` asks the broker). -1 = none / error.
+/// pull consumer (its memory is empty, so `committed` asks the broker). -1 = none.
 async fn committed_offsets(ns: &str, group: &str, queues: &[MessageQueue]) -> HashMap<i32, i64> {
     let reader = lite_pull_consumer_assign(ns, group).await;
+    // Gives the reader's client instance the topic route (broker address) first.
+    let topic = queues[0].topic().to_string();
+    within(
+        10,
+        "reader fetch queues",
+        reader.fetch_message_queues(&topic),
+    )
+    .await
+    .expect("reader fetch_message_queues");
     let mut out = HashMap::new();
     for q in queues {
-        let offset = within(10, "committed()", reader.committed(q))
-            .await
-            .unwrap_or(-1);
+        // Ok(-1) = the broker has no offset; Err = the query itself failed (retried once).
+        let mut offset = within(10, "committed()", reader.committed(q)).await;
+        if offset.is_err() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            offset = within(10, "committed()", reader.committed(q)).await;
+        }
+        let offset =
+            offset.unwrap_or_else(|e| panic!("QUERY_CONSUMER_OFFSET for {q:?} failed: {e}"));
         out.insert(q.queue_id(), offset);
     }
     let _ = tokio::time::timeout(Duration::from_secs(10), reader.shutdown()).await;
