@@ -20,13 +20,26 @@ async fn committed_offsets(ns: &str, group: &str, queues: &[MessageQueue]) -> Ha
     let reader = lite_pull_consumer_assign(ns, group).await;
     // Gives the reader's client instance the topic route (broker address) first.
     let topic = queues[0].topic().to_string();
-    within(
-        10,
-        "reader fetch queues",
-        reader.fetch_message_queues(&topic),
-    )
-    .await
-    .expect("reader fetch_message_queues");
+    // Retried: just after a restart the broker's registration may not have reached the fresh
+    // name server yet.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        match within(
+            10,
+            "reader fetch queues",
+            reader.fetch_message_queues(&topic),
+        )
+        .await
+        {
+            Ok(q) if !q.is_empty() => break,
+            other => {
+                if std::time::Instant::now() >= deadline {
+                    panic!("reader fetch_message_queues({topic}) kept failing: {other:?}");
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
     let mut out = HashMap::new();
     for q in queues {
         // Ok(-1) = the broker has no offset; Err = the query itself failed (retried once).
