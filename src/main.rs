@@ -148,6 +148,11 @@ fn run(cli: Cli) -> Result<(), String> {
             let cfg = broker_config(&a)?;
             tracing::info!(config = ?cfg, "effective configuration");
             let b = start_broker(cfg).map_err(|e| e.to_string())?;
+            if !b.wait_registered(std::time::Duration::from_secs(5)) {
+                tracing::warn!(
+                    "not yet registered with every name server; clients may not find routes"
+                );
+            }
             println!("broker listening on {}", b.listen_addr);
             wait_for_signal();
             b.shutdown().map_err(|e| e.to_string())
@@ -170,6 +175,11 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             tracing::info!(config = ?cfg, "effective configuration");
             let b = start_broker(cfg).map_err(|e| e.to_string())?;
+            if !b.wait_registered(std::time::Duration::from_secs(5)) {
+                tracing::warn!(
+                    "not yet registered with the name server; clients may not find routes"
+                );
+            }
             // Tests and scripts read these two lines to find ephemeral ports.
             println!("namesrv listening on {}", ns.addr);
             println!("broker listening on {}", b.listen_addr);

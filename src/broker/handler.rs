@@ -78,6 +78,13 @@ impl Handler for BrokerHandler {
                     )))
                 }
             };
+            tracing::debug!(
+                code,
+                opaque = cmd.opaque,
+                ok = result.is_ok(),
+                conn = conn.id,
+                "request served"
+            );
             if oneway {
                 if let Err(e) = &result {
                     tracing::warn!(code, error = %e, "oneway request failed");

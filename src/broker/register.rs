@@ -84,11 +84,18 @@ pub async fn run(s0: Rc<Shard>) {
 }
 
 async fn register_all(s0: &Rc<Shard>, clients: &mut HashMap<SocketAddr, Client>) {
+    let mut all_ok = true;
     for addr in s0.ctx.cfg.namesrv_addr.clone() {
         let cmd = register_command(s0);
         if let Err(e) = invoke(clients, addr, cmd).await {
+            all_ok = false;
             tracing::warn!(namesrv = %addr, error = %e, "register broker failed");
         }
+    }
+    if all_ok {
+        s0.ctx
+            .registered
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 }
 

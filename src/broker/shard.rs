@@ -31,6 +31,10 @@ pub struct BrokerContext {
     pub shard_count: usize,
     pub started_ms: i64,
     pub delay_levels: crate::broker::schedule::DelayLevels,
+    /// The checkpoint's logicsMsgTimestamp: recovery after a crash starts from here.
+    pub logics_msg_timestamp: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    /// Set once every name server has accepted a registration (or there is none).
+    pub registered: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A queue owned by this shard.
@@ -65,6 +69,8 @@ pub struct Shard {
     pub stopping: Cell<bool>,
     /// Set at shutdown before progress is gathered: schedule and timer deliveries stop.
     pub paused: Cell<bool>,
+    /// Store timestamp of the newest unit dispatched here (0 = none yet).
+    last_dispatch_ts: Cell<i64>,
 }
 
 impl Shard {
@@ -114,6 +120,7 @@ impl Shard {
             round_robin: Cell::new(0),
             stopping: Cell::new(false),
             paused: Cell::new(false),
+            last_dispatch_ts: Cell::new(0),
             ctx,
         }
     }
@@ -141,6 +148,9 @@ impl Shard {
     pub fn on_dispatch(&self, units: Vec<DispatchUnit>) {
         let mut queues = self.queues.borrow_mut();
         for u in units {
+            if u.store_timestamp > self.last_dispatch_ts.get() {
+                self.last_dispatch_ts.set(u.store_timestamp);
+            }
             let key = (u.topic, u.queue_id);
             if !queues.contains_key(&key) {
                 match ConsumeQueue::open(
@@ -227,14 +237,23 @@ impl Shard {
         true
     }
 
-    /// Flushes every owned ConsumeQueue (shutdown and periodic).
-    pub fn flush_queues(&self) {
+    /// Flushes every owned ConsumeQueue (shutdown and periodic). Returns the store timestamp up
+    /// to which this shard's units are now durable: `None` if a flush failed, `Some(i64::MAX)`
+    /// when nothing was ever dispatched here.
+    pub fn flush_queues(&self) -> Option<i64> {
+        let ts = match self.last_dispatch_ts.get() {
+            0 => i64::MAX,
+            t => t,
+        };
+        let mut ok = true;
         let mut queues = self.queues.borrow_mut();
         for ((topic, qid), q) in queues.iter_mut() {
             if let Err(e) = q.cq.flush() {
+                ok = false;
                 tracing::error!(topic = %topic, queue = *qid, error = %e, "consume queue flush failed");
             }
         }
+        ok.then_some(ts)
     }
 
     /// Is this the metadata owner?

@@ -48,6 +48,7 @@ pub enum StartError {
 pub struct BrokerHandle {
     pub listen_addr: SocketAddr,
     pub fast_addr: Option<SocketAddr>,
+    registered: Arc<std::sync::atomic::AtomicBool>,
     senders: Vec<MailboxSender<Job<Shard>>>,
     threads: Vec<std::thread::JoinHandle<()>>,
     writer: Option<WriterHandle>,
@@ -139,6 +140,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let store_host = cfg.store_host(listen_addr.port());
     let (meshes, receivers) = Mesh::<Shard>::new(n, SHARD_MAILBOX_CAPACITY);
     let senders: Vec<_> = (0..n).map(|i| meshes[0].sender(i)).collect();
+    let logics_msg_timestamp = opened.checkpoint.logics_msg_timestamp.clone();
     let (writer_parts, cqs) = writer::WriterParts::from_opened(opened);
     let mut store_cfg = cfg.store.clone();
     if cfg.pin_cores && runtime::available_cores() > 1 {
@@ -167,6 +169,10 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     }
     let ctx = Arc::new(BrokerContext {
         delay_levels,
+        logics_msg_timestamp,
+        registered: Arc::new(std::sync::atomic::AtomicBool::new(
+            cfg.namesrv_addr.is_empty(),
+        )),
         store_host,
         writer: writer.clone_sender(),
         shard_count: n,
@@ -232,6 +238,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     .map_err(StartError::Threads)?;
     tracing::info!(%listen_addr, ?fast_addr, shards = n, store = %cfg.store.store_path_root_dir.display(), "broker started");
     Ok(BrokerHandle {
+        registered: ctx.registered.clone(),
         listen_addr,
         fast_addr,
         senders,
@@ -275,7 +282,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
             break;
         }
     }
-    shard.flush_queues();
+    let _ = shard.flush_queues();
 }
 
 async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
@@ -349,8 +356,34 @@ async fn periodic_meta(s0: Rc<Shard>) {
         }
         if tick.is_multiple_of(2) {
             clients::expire_channels(&s0);
-            s0.flush_queues();
+            flush_all_queues(&s0).await;
         }
+    }
+}
+
+/// Shard 0: every shard flushes its ConsumeQueues; the oldest timestamp they all reached goes
+/// into the checkpoint, so crash recovery re-dispatches only from there.
+async fn flush_all_queues(s0: &Rc<Shard>) {
+    let mut min = i64::MAX;
+    for i in 0..s0.mesh.len() {
+        let r = if i == s0.id {
+            s0.flush_queues()
+        } else {
+            s0.mesh
+                .call(i, |s| async move { s.flush_queues() })
+                .await
+                .ok()
+                .flatten()
+        };
+        match r {
+            Some(ts) => min = min.min(ts),
+            None => return,
+        }
+    }
+    if min != i64::MAX {
+        s0.ctx
+            .logics_msg_timestamp
+            .fetch_max(min, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -368,6 +401,18 @@ async fn gather_timer(s0: &Rc<Shard>) -> Option<Vec<u8>> {
 }
 
 impl BrokerHandle {
+    /// Waits until every name server has the broker's routes (true), or `timeout` passed.
+    pub fn wait_registered(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while !self.registered.load(std::sync::atomic::Ordering::Acquire) {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
     /// Stops serving and shuts the store down cleanly (removes the abort file).
     pub fn shutdown(mut self) -> Result<(), crate::store::StoreError> {
         // Shard 0 first persists what it owns, then every shard stops its loop.
