@@ -308,6 +308,9 @@ impl Broker {
             "127.0.0.1:0".into(),
             "--store-dir".into(),
             self.store.path().display().to_string(),
+            // Small segments: tests run in parallel and each segment is preallocated on disk.
+            "-o".into(),
+            "mappedFileSizeCommitLog=67108864".into(),
         ];
         for (k, v) in &self.options {
             args.push("-o".into());
@@ -402,6 +405,8 @@ impl Broker {
             store.path().display().to_string(),
             "-o".into(),
             format!("brokerName={name}"),
+            "-o".into(),
+            "mappedFileSizeCommitLog=67108864".into(),
         ];
         let (proc, addrs) = Proc::spawn(&format!("broker {name}"), &args, &["broker listening on"]);
         SecondBroker {
