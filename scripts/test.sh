@@ -11,4 +11,5 @@ cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
 # The integration tests spawn the broker binary; build it once before they run in parallel.
 cargo build --locked --bins
-cargo test --locked --all-targets -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
+# Benchmarks are not tests: they run with `cargo bench` (see bench/RESULTS.md).
+cargo test --locked --lib --bins --tests -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
