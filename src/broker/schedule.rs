@@ -11,15 +11,10 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::BytesMut;
-
 use crate::broker::{now_ms, send, BrokerError, Shard};
 use crate::protocol::body;
-use crate::protocol::java_hash::tags_code;
-use crate::protocol::message::{self, MessageToStore};
-use crate::protocol::properties::{self, keys};
+use crate::protocol::properties::keys;
 use crate::runtime;
-use crate::writer::AppendRecord;
 
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 /// How often a level looks for due messages (RocketMQ polls every 100 ms).
@@ -175,65 +170,9 @@ async fn run_level(shard: Rc<Shard>, level: i32) {
     }
 }
 
-/// Re-appends one scheduled record to its real topic and queue.
+/// Re-appends one scheduled record to its real topic and queue, without `DELAY`.
 async fn deliver(shard: &Rc<Shard>, phy: u64, size: u32) -> Result<(), BrokerError> {
-    let record = {
-        let mut reader = shard.reader.borrow_mut();
-        let bytes = reader.read(phy, size)?;
-        let r = message::decode(bytes, true)
-            .map_err(|e| BrokerError::System(format!("corrupt scheduled record at {phy}: {e}")))?;
-        let mut props = properties::parse(r.properties);
-        let real_topic = take(&mut props, keys::REAL_TOPIC);
-        let real_qid = take(&mut props, keys::REAL_QID);
-        take(&mut props, keys::DELAY);
-        let (Some(topic), Some(qid)) = (real_topic, real_qid.and_then(|q| q.parse::<u32>().ok()))
-        else {
-            // Unroutable: dropping it would lose it silently, so say so loudly and move on.
-            tracing::error!(
-                phy,
-                "scheduled message without REAL_TOPIC/REAL_QID; skipped"
-            );
-            return Ok(());
-        };
-        let tag = props
-            .iter()
-            .find(|(k, _)| k == keys::TAGS)
-            .map(|(_, v)| v.clone());
-        let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let msg = MessageToStore {
-            topic: &topic,
-            queue_id: qid as i32,
-            flag: r.flag,
-            sys_flag: r.sys_flag,
-            born_timestamp: r.born_timestamp,
-            born_host: r.born_host,
-            store_host: r.store_host,
-            reconsume_times: r.reconsume_times,
-            prepared_transaction_offset: r.prepared_transaction_offset,
-            body: r.body,
-            properties: &props_str,
-        };
-        let mut bytes = BytesMut::with_capacity(r.total_size as usize);
-        message::encode(&msg, &mut bytes)
-            .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
-        AppendRecord {
-            keys: send::index_keys(&props),
-            topic,
-            queue_id: qid,
-            tags_code: tags_code(tag.as_deref()),
-            dispatch: true,
-            bytes,
-        }
-    };
-    send::ensure_topic(shard, &record.topic.clone(), "", 1)
-        .await
-        .ok();
-    send::append(shard, vec![record], true).await.map(|_| ())
-}
-
-fn take(props: &mut Vec<(String, String)>, key: &str) -> Option<String> {
-    let i = props.iter().position(|(k, _)| k == key)?;
-    Some(props.remove(i).1)
+    send::reappend_to_real_topic(shard, phy, size, &[keys::DELAY]).await
 }
 
 #[cfg(test)]

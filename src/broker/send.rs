@@ -382,6 +382,66 @@ pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, Brok
     })
 }
 
+/// Re-appends a record parked in a system topic (schedule or timer) to the topic and queue in
+/// its `REAL_TOPIC`/`REAL_QID` properties, dropping those and `strip`. A record without them
+/// cannot be routed: it is logged and skipped rather than retried forever.
+pub async fn reappend_to_real_topic(
+    shard: &Rc<Shard>,
+    phy: u64,
+    size: u32,
+    strip: &[&str],
+) -> Result<(), BrokerError> {
+    let record = {
+        let mut reader = shard.reader.borrow_mut();
+        let bytes = reader.read(phy, size)?;
+        let r = message::decode(bytes, true)
+            .map_err(|e| BrokerError::System(format!("corrupt parked record at {phy}: {e}")))?;
+        let mut props = properties::parse(r.properties);
+        let mut take = |key: &str| {
+            let i = props.iter().position(|(k, _)| k == key)?;
+            Some(props.remove(i).1)
+        };
+        let topic = take(keys::REAL_TOPIC);
+        let qid = take(keys::REAL_QID).and_then(|q| q.parse::<u32>().ok());
+        for k in strip {
+            take(k);
+        }
+        let (Some(topic), Some(qid)) = (topic, qid) else {
+            tracing::error!(phy, "parked message without REAL_TOPIC/REAL_QID; skipped");
+            return Ok(());
+        };
+        let tag = props
+            .iter()
+            .find(|(k, _)| k == keys::TAGS)
+            .map(|(_, v)| v.clone());
+        let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let msg = MessageToStore {
+            topic: &topic,
+            queue_id: qid as i32,
+            flag: r.flag,
+            sys_flag: r.sys_flag,
+            born_timestamp: r.born_timestamp,
+            born_host: r.born_host,
+            store_host: r.store_host,
+            reconsume_times: r.reconsume_times,
+            prepared_transaction_offset: r.prepared_transaction_offset,
+            body: r.body,
+            properties: &props_str,
+        };
+        let mut bytes = BytesMut::with_capacity(r.total_size as usize);
+        message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+        AppendRecord {
+            keys: index_keys(&props),
+            topic,
+            queue_id: qid,
+            tags_code: tags_code(tag.as_deref()),
+            dispatch: true,
+            bytes,
+        }
+    };
+    append(shard, vec![record], true).await.map(|_| ())
+}
+
 /// Hands records to the writer (never blocking) and waits for its reply.
 pub async fn append(
     shard: &Rc<Shard>,

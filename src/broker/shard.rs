@@ -152,31 +152,13 @@ impl Shard {
                 self.last_dispatch_ts.set(u.store_timestamp);
             }
             let key = (u.topic, u.queue_id);
-            if !queues.contains_key(&key) {
-                match ConsumeQueue::open(
-                    &self.ctx.cfg.store.store_path_root_dir,
-                    &key.0,
-                    key.1,
-                    self.ctx.cfg.store.mapped_file_size_consume_queue,
-                ) {
-                    Ok(cq) => {
-                        queues.insert(
-                            key.clone(),
-                            QueueState {
-                                cq,
-                                waiters: Vec::new(),
-                            },
-                        );
-                    }
-                    Err(e) => {
-                        // The record is in the commit log; recovery rebuilds the unit.
-                        tracing::error!(topic = %key.0, queue = key.1, error = %e, "cannot open consume queue");
-                        continue;
-                    }
+            let q = match self.queue_entry(&mut queues, &key) {
+                Ok(q) => q,
+                Err(e) => {
+                    // The record is in the commit log; recovery rebuilds the unit.
+                    tracing::error!(topic = %key.0, queue = key.1, error = %e, "cannot open consume queue");
+                    continue;
                 }
-            }
-            let Some(q) = queues.get_mut(&key) else {
-                continue;
             };
             if let Err(e) = q.cq.put(u.queue_offset, u.unit) {
                 tracing::error!(topic = %key.0, queue = key.1, error = %e, "consume queue append failed");
@@ -186,6 +168,30 @@ impl Shard {
                 w.notify();
             }
         }
+    }
+
+    /// The state of an owned queue, opening (or creating) its ConsumeQueue on first use.
+    fn queue_entry<'a>(
+        &self,
+        queues: &'a mut HashMap<(String, u32), QueueState>,
+        key: &(String, u32),
+    ) -> Result<&'a mut QueueState, crate::store::StoreError> {
+        if !queues.contains_key(key) {
+            let cq = ConsumeQueue::open(
+                &self.ctx.cfg.store.store_path_root_dir,
+                &key.0,
+                key.1,
+                self.ctx.cfg.store.mapped_file_size_consume_queue,
+            )?;
+            queues.insert(
+                key.clone(),
+                QueueState {
+                    cq,
+                    waiters: Vec::new(),
+                },
+            );
+        }
+        Ok(queues.get_mut(key).expect("inserted above"))
     }
 
     /// (min, max) logical offsets of a queue; (0, 0) when it has no ConsumeQueue yet.
@@ -207,26 +213,7 @@ impl Shard {
     pub fn park(&self, topic: &str, queue_id: u32, waiter: Rc<Waiter>) -> bool {
         let mut queues = self.queues.borrow_mut();
         let key = (topic.to_string(), queue_id);
-        if !queues.contains_key(&key) {
-            match ConsumeQueue::open(
-                &self.ctx.cfg.store.store_path_root_dir,
-                topic,
-                queue_id,
-                self.ctx.cfg.store.mapped_file_size_consume_queue,
-            ) {
-                Ok(cq) => {
-                    queues.insert(
-                        key.clone(),
-                        QueueState {
-                            cq,
-                            waiters: Vec::new(),
-                        },
-                    );
-                }
-                Err(_) => return false,
-            }
-        }
-        let Some(q) = queues.get_mut(&key) else {
+        let Ok(q) = self.queue_entry(&mut queues, &key) else {
             return false;
         };
         q.waiters.retain(|w| !w.abandoned());

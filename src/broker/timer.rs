@@ -16,15 +16,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::BytesMut;
-
 use crate::broker::{now_ms, send, BrokerError, Shard};
 use crate::protocol::body;
-use crate::protocol::java_hash::tags_code;
-use crate::protocol::message::{self, MessageToStore};
-use crate::protocol::properties::{self, keys};
 use crate::runtime;
-use crate::writer::AppendRecord;
 
 pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
 pub const TIMER_QUEUE: u32 = 0;
@@ -209,62 +203,8 @@ fn load_new_units(shard: &Shard) {
 
 /// Re-appends one timer record to its real topic and queue, without the timer properties.
 async fn deliver(shard: &Rc<Shard>, phy: u64, size: u32) -> Result<(), BrokerError> {
-    let record = {
-        let mut reader = shard.reader.borrow_mut();
-        let bytes = reader.read(phy, size)?;
-        let r = message::decode(bytes, true)
-            .map_err(|e| BrokerError::System(format!("corrupt timer record at {phy}: {e}")))?;
-        let mut props = properties::parse(r.properties);
-        let topic = take(&mut props, keys::REAL_TOPIC);
-        let qid = take(&mut props, keys::REAL_QID).and_then(|q| q.parse::<u32>().ok());
-        for k in [
-            TIMER_DELIVER_MS,
-            TIMER_DELAY_SEC,
-            TIMER_DELAY_MS,
-            TIMER_OUT_MS,
-        ] {
-            take(&mut props, k);
-        }
-        let (Some(topic), Some(qid)) = (topic, qid) else {
-            tracing::error!(phy, "timer message without REAL_TOPIC/REAL_QID; skipped");
-            return Ok(());
-        };
-        let tag = props
-            .iter()
-            .find(|(k, _)| k == keys::TAGS)
-            .map(|(_, v)| v.clone());
-        let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let msg = MessageToStore {
-            topic: &topic,
-            queue_id: qid as i32,
-            flag: r.flag,
-            sys_flag: r.sys_flag,
-            born_timestamp: r.born_timestamp,
-            born_host: r.born_host,
-            store_host: r.store_host,
-            reconsume_times: r.reconsume_times,
-            prepared_transaction_offset: r.prepared_transaction_offset,
-            body: r.body,
-            properties: &props_str,
-        };
-        let mut bytes = BytesMut::with_capacity(r.total_size as usize);
-        message::encode(&msg, &mut bytes)
-            .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
-        AppendRecord {
-            keys: send::index_keys(&props),
-            topic,
-            queue_id: qid,
-            tags_code: tags_code(tag.as_deref()),
-            dispatch: true,
-            bytes,
-        }
-    };
-    send::append(shard, vec![record], true).await.map(|_| ())
-}
-
-fn take(props: &mut Vec<(String, String)>, key: &str) -> Option<String> {
-    let i = props.iter().position(|(k, _)| k == key)?;
-    Some(props.remove(i).1)
+    let strip = [TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_OUT_MS];
+    send::reappend_to_real_topic(shard, phy, size, &strip).await
 }
 
 #[cfg(test)]
