@@ -244,7 +244,6 @@ fn run_send(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         None
     };
     let sh = Shared::new(Instant::now(), a.count);
-    let handles = send::start(&plan, &sh)?;
     // Oneway sends during a warm-up would be stored but not counted: no warm-up there.
     let warmup = if kind == SendKind::Oneway {
         0.0
@@ -257,8 +256,9 @@ fn run_send(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         stop_at: None,
         stall: None,
         progress: (!a.quiet).then_some(a_label(a.mode)),
+        follower: None,
     };
-    let cpu = d.run(&sh, handles, a.broker_pid);
+    let cpu = d.run(&sh, || send::start(&plan, &sh), a.broker_pid)?;
     s.fill_from(&sh);
     (s.broker_cpu_pct, s.client_cpu_pct) = cpu;
     if let Some(before) = before {
@@ -282,15 +282,15 @@ fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         plan.inflight = a.inflight.max(16);
         plan.rate = None;
         let sh = Shared::new(Instant::now(), Some(a.prefill));
-        let handles = send::start(&plan, &sh)?;
         let d = Drive {
             warmup: 0.0,
             duration: None,
             stop_at: None,
             stall: None,
             progress: (!a.quiet).then_some("prefill"),
+            follower: None,
         };
-        d.run(&sh, handles, None);
+        d.run(&sh, || send::start(&plan, &sh), None)?;
         if let Some(f) = sh.failure() {
             return Err(format!("prefill failed: {f}"));
         }
@@ -317,7 +317,6 @@ fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         timeout,
         e2e_nonce: None,
     };
-    let handles = pull::start(&plan, &start_offsets, &sh)?;
     let stall = timeout + Duration::from_millis(2 * a.poll_ms.max(0) as u64);
     let d = Drive {
         warmup: 0.0,
@@ -329,8 +328,13 @@ fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         stop_at: target,
         stall: target.map(|_| stall),
         progress: (!a.quiet).then_some("pull"),
+        follower: None,
     };
-    let cpu = d.run(&sh, handles, a.broker_pid);
+    let cpu = d.run(
+        &sh,
+        || pull::start(&plan, &start_offsets, &sh),
+        a.broker_pid,
+    )?;
     s.fill_from(&sh);
     s.connections = plan.connections;
     (s.broker_cpu_pct, s.client_cpu_pct) = cpu;
@@ -359,25 +363,24 @@ fn run_e2e(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     splan.stamp_nonce = Some(nonce);
     // Enough window that the fixed rate, not the window, paces the producer.
     splan.inflight = a.inflight.max(1024);
-    let prod_handles = send::start(&splan, &prod)?;
-    // The producer phase decides the measured time; the consumer then drains what was acked.
-    let warm_until = Instant::now() + Duration::from_secs_f64(a.warmup);
+    // The producer phase decides the measured time; the consumer records from the same
+    // instant and counts only messages stamped after it, then drains what was acknowledged.
     let d = Drive {
         warmup: a.warmup,
         duration: duration_of(a),
         stop_at: None,
         stall: None,
         progress: (!a.quiet).then_some("e2e-produce"),
+        follower: Some(cons.clone()),
     };
-    let consumer_recording = std::thread::spawn({
-        let cons = cons.clone();
-        move || {
-            std::thread::sleep(warm_until.saturating_duration_since(Instant::now()));
-            cons.start_recording();
+    let cpu = d.run(&prod, || send::start(&splan, &prod), a.broker_pid);
+    let cpu = match cpu {
+        Ok(c) => c,
+        Err(e) => {
+            cons.stop.store(true, Relaxed);
+            return Err(e);
         }
-    });
-    let cpu = d.run(&prod, prod_handles, a.broker_pid);
-    let _ = consumer_recording.join();
+    };
     let produced = prod.ok_msgs.load(Relaxed);
     let drain_deadline = Instant::now() + timeout;
     while cons.ok_msgs.load(Relaxed) < produced
@@ -461,29 +464,43 @@ struct Drive {
     /// Fail when no message was recorded for this long (pull drains).
     stall: Option<Duration>,
     progress: Option<&'static str>,
+    /// Starts recording at the same instant as the driven phase (the e2e consumer).
+    follower: Option<Arc<Shared>>,
 }
 
 impl Drive {
     /// Runs until the threads finish (budget spent), the duration passes, the count is
     /// reached, a stall, or a failure; returns (broker CPU%, generator CPU%) while measuring.
+    /// `start` connects and spawns the phase's threads; with no warm-up, recording starts
+    /// before it so not a single request escapes the count.
     fn run(
         &self,
         sh: &Arc<Shared>,
-        handles: Vec<JoinHandle<()>>,
+        start: impl FnOnce() -> Result<Vec<JoinHandle<()>>, String>,
         broker_pid: Option<u32>,
-    ) -> (Option<f64>, Option<f64>) {
+    ) -> Result<(Option<f64>, Option<f64>), String> {
         let started = Instant::now();
         let warm_end = started + Duration::from_secs_f64(self.warmup.max(0.0));
+        let mut measuring: Option<(Instant, Option<CpuMeter>, CpuMeter)> = None;
+        let begin = |now: Instant| {
+            sh.start_recording();
+            if let Some(f) = &self.follower {
+                f.start_recording_at(sh.record_start_ns.load(Relaxed));
+            }
+            let broker = broker_pid.map(|p| CpuMeter::start(&p.to_string()));
+            (now, broker, CpuMeter::start("self"))
+        };
+        if self.warmup <= 0.0 {
+            measuring = Some(begin(started));
+        }
+        let handles = start()?;
         let mut progress = self.progress.map(|l| Progress::new(l, sh));
         let mut next_tick = started + Duration::from_secs(1);
-        let mut measuring: Option<(Instant, Option<CpuMeter>, CpuMeter)> = None;
         let (mut last_count, mut last_change) = (0u64, Instant::now());
         loop {
             let now = Instant::now();
             if measuring.is_none() && now >= warm_end {
-                sh.start_recording();
-                let broker = broker_pid.map(|p| CpuMeter::start(&p.to_string()));
-                measuring = Some((now, broker, CpuMeter::start("self")));
+                measuring = Some(begin(now));
             }
             if let Some((from, _, _)) = &measuring {
                 if self
@@ -521,9 +538,9 @@ impl Drive {
                 sh.fail("a worker thread panicked".to_owned());
             }
         }
-        match measuring {
+        Ok(match measuring {
             Some((_, broker, me)) => (broker.and_then(|b| b.percent()), me.percent()),
             None => (None, None),
-        }
+        })
     }
 }

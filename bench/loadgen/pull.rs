@@ -179,14 +179,23 @@ impl Consumer {
                     let body = &frame[body_start(frame)?..];
                     let nonce = self.plan.e2e_nonce;
                     let (mut foreign, sh) = (0u64, &self.sh);
-                    let (n, bytes) = for_each_record(body, |r| {
-                        let Some(nonce) = nonce else { return };
+                    let (mut n, mut bytes) = (0u64, 0u64);
+                    for_each_record(body, |r| {
+                        let Some(nonce) = nonce else {
+                            n += 1;
+                            bytes += r.body.len() as u64;
+                            return;
+                        };
+                        // e2e: count only our messages stamped inside the measured window.
                         match r.body.get(..16) {
                             Some(b) if b[8..16] == nonce.to_be_bytes() => {
                                 let mut stamp = [0u8; 8];
                                 stamp.copy_from_slice(&b[..8]);
-                                if recording {
-                                    record_ns(&lat, done.saturating_sub(u64::from_be_bytes(stamp)));
+                                let stamp = u64::from_be_bytes(stamp);
+                                if sh.measures(stamp) {
+                                    record_ns(&lat, done.saturating_sub(stamp));
+                                    n += 1;
+                                    bytes += r.body.len() as u64;
                                 }
                             }
                             _ => foreign += 1,

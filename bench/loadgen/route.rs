@@ -24,6 +24,11 @@ pub struct Target {
     pub queues: u32,
 }
 
+enum Lookup {
+    Exists(Target),
+    CreateOn(Vec<String>),
+}
+
 const PERM_READ_WRITE: i32 = 6;
 /// How long a freshly created topic may take to show up in the name server's route.
 const ROUTE_WAIT: Duration = Duration::from_secs(20);
@@ -50,21 +55,33 @@ pub fn resolve(
     }
     let ns = namesrv.ok_or("give --namesrv HOST:PORT or --broker HOST:PORT")?;
     let mut conn = RpcConn::open(ns, timeout)?;
-    if let Some(t) = route(&mut conn, topic)? {
-        if t.queues != queues {
-            eprintln!(
-                "note: topic {topic} already exists with {} queues (asked for {queues}); using {}",
-                t.queues, t.queues
-            );
+    // A name server or broker that just started may not be ready or registered yet: retry.
+    let deadline = Instant::now() + ROUTE_WAIT;
+    let masters = loop {
+        let attempt = route(&mut conn, topic).and_then(|r| match r {
+            Some(t) => Ok(Lookup::Exists(t)),
+            None => masters_for_create(&mut conn).map(Lookup::CreateOn),
+        });
+        match attempt {
+            Ok(Lookup::Exists(t)) => {
+                if t.queues != queues {
+                    eprintln!(
+                        "note: topic {topic} already exists with {} queues (asked for {queues})",
+                        t.queues
+                    );
+                }
+                return Ok(t);
+            }
+            Ok(Lookup::CreateOn(m)) if !m.is_empty() => break m,
+            _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(250)),
+            Ok(Lookup::CreateOn(_)) => {
+                return Err(format!(
+                    "name server {ns} knows no broker to create {topic} on"
+                ))
+            }
+            Err(e) => return Err(e),
         }
-        return Ok(t);
-    }
-    let masters = masters_for_create(&mut conn)?;
-    if masters.is_empty() {
-        return Err(format!(
-            "name server {ns} knows no broker to create {topic} on"
-        ));
-    }
+    };
     for m in &masters {
         create_topic(m, topic, queues, timeout)?;
     }

@@ -239,7 +239,7 @@ impl Writer {
                 let seq = ((gens[s] << st.bits) | slot) & (OPAQUE_SPAN - 1);
                 let opaque = OPAQUE_BASE + seq as i32;
                 let (origin, sent) = self.stage(opaque);
-                if let Some(l) = &lag {
+                if let Some(l) = lag.as_ref().filter(|_| self.sh.measures(origin)) {
                     record_ns(l, sent.saturating_sub(origin));
                 }
                 let sl = &st.slots[s];
@@ -335,8 +335,8 @@ fn read_loop(
                 }
                 sl.opaque.store(0, Relaxed);
                 let done = sh.now_ns();
-                if sh.recording() {
-                    let origin = sl.origin_ns.load(Relaxed);
+                let origin = sl.origin_ns.load(Relaxed);
+                if sh.measures(origin) {
                     record_ns(&lat, corrected_latency(origin, done));
                     if let Some(s) = &service {
                         record_ns(s, done.saturating_sub(sl.sent_ns.load(Relaxed)));

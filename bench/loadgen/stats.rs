@@ -105,7 +105,11 @@ impl Shared {
     }
 
     pub fn start_recording(&self) {
-        let now = self.now_ns();
+        self.start_recording_at(self.now_ns());
+    }
+
+    /// Starts recording as of `now` (ns since `base`).
+    pub fn start_recording_at(&self, now: u64) {
         self.record_start_ns.store(now, Relaxed);
         self.last_done_ns.store(now, Relaxed);
         self.recording.store(true, Relaxed);
@@ -113,6 +117,11 @@ impl Shared {
 
     pub fn recording(&self) -> bool {
         self.recording.load(Relaxed)
+    }
+
+    /// True when something that started (was sent or intended) at `origin_ns` is measured.
+    pub fn measures(&self, origin_ns: u64) -> bool {
+        self.recording() && origin_ns >= self.record_start_ns.load(Relaxed)
     }
 
     pub fn stopped(&self) -> bool {
@@ -386,11 +395,13 @@ impl Summary {
             self.system_busy,
             self.errors
         )?;
-        writeln!(
-            out,
-            "  latency us: p50 {} p90 {} p99 {} p99.9 {} max {} (n={})",
-            l.p50, l.p90, l.p99, l.p999, l.max, l.samples
-        )?;
+        if l.samples > 0 {
+            writeln!(
+                out,
+                "  latency us: p50 {} p90 {} p99 {} p99.9 {} max {} (n={})",
+                l.p50, l.p90, l.p99, l.p999, l.max, l.samples
+            )?;
+        }
         if let (Some(s), Some(g)) = (&self.service_latency_us, &self.send_lag_us) {
             writeln!(
                 out,
