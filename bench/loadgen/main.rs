@@ -14,6 +14,7 @@ mod pull;
 mod record;
 mod route;
 mod send;
+mod sink;
 mod stats;
 mod template;
 mod wire;
@@ -43,6 +44,8 @@ enum Mode {
     Pull,
     /// Producer at --rate plus a long-polling consumer; latency = receipt - send time.
     E2e,
+    /// A null broker on --listen that acknowledges every send (measures this generator).
+    Sink,
 }
 
 #[derive(Parser, Debug, Clone)]
@@ -121,6 +124,9 @@ struct Args {
     /// Do not put a UNIQ_KEY property on messages (the broker then generates one).
     #[arg(long)]
     no_uniq_key: bool,
+    /// Sink mode: address to listen on.
+    #[arg(long, default_value = "127.0.0.1:19876")]
+    listen: String,
     /// No per-second progress lines.
     #[arg(long)]
     quiet: bool,
@@ -128,6 +134,13 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
+    if args.mode == Mode::Sink {
+        if let Err(e) = sink::serve(&args.listen) {
+            eprintln!("ringmq-bench: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     let code = match run(&args) {
         Ok(summary) => {
             let mut text = Vec::new();
@@ -201,6 +214,7 @@ fn run(a: &Args) -> Result<Summary, String> {
         Mode::Send | Mode::Batch | Mode::Oneway => run_send(a, &target, &mut s)?,
         Mode::Pull => run_pull(a, &target, &mut s)?,
         Mode::E2e => run_e2e(a, &target, &mut s)?,
+        Mode::Sink => unreachable!("sink is served before run"),
     }
     Ok(s)
 }
@@ -424,6 +438,7 @@ fn a_label(m: Mode) -> &'static str {
         Mode::Oneway => "oneway",
         Mode::Pull => "pull",
         Mode::E2e => "e2e",
+        Mode::Sink => "sink",
     }
 }
 

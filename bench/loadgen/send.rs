@@ -122,6 +122,12 @@ pub fn start(plan: &SendPlan, sh: &Arc<Shared>) -> Result<Vec<JoinHandle<()>>, S
             free_tx.send(s as u32).expect("channel has room");
         }
         let reader = FrameReader::new(stream, POLL).map_err(|e| e.to_string())?;
+        if plan.inflight == 1 && plan.rate.is_none() {
+            // One request at a time: the same thread writes and reads, as a blocking sync
+            // client would, so no cross-thread wake-up is added to every round trip.
+            handles.push(spawn(format!("send-{c}"), move || w.run_sync(reader))?);
+            continue;
+        }
         let (st2, sh2, plan2) = (st.clone(), sh.clone(), plan.clone());
         handles.push(spawn(format!("send-w{c}"), move || w.run(st, free_rx))?);
         handles.push(spawn(format!("send-r{c}"), move || {
@@ -259,6 +265,50 @@ impl Writer {
             }
         }
         st.writer_done.store(true, Relaxed);
+    }
+
+    /// Window of one without pacing: write, wait for the matching response, repeat.
+    fn run_sync(mut self, mut rd: FrameReader) {
+        let lat = self.sh.latency.part();
+        let msgs = self.plan.spec.kind.msgs_per_request() as u64;
+        let bytes = msgs * self.plan.spec.body_size as u64;
+        let mut seq = 0u32;
+        while !self.sh.stopped() && self.sh.take_budget(msgs) {
+            seq = (seq + 1) & (OPAQUE_SPAN - 1);
+            let opaque = OPAQUE_BASE + seq as i32;
+            let (origin, _) = self.stage(opaque);
+            if !self.write_out() {
+                return;
+            }
+            let code = loop {
+                match rd.next_frame() {
+                    Ok(Some(frame)) => match scan_header(frame) {
+                        Ok(h) if h.flag & 1 != 0 && h.opaque == opaque => break h.code,
+                        Ok(_) => {}
+                        Err(e) => return self.sh.fail(format!("{}: {e}", self.plan.broker)),
+                    },
+                    Ok(None) => {
+                        let waited = self.sh.now_ns().saturating_sub(origin);
+                        if waited > self.plan.timeout.as_nanos() as u64 {
+                            return self.sh.fail(format!(
+                                "no response from {} for {:?}",
+                                self.plan.broker, self.plan.timeout
+                            ));
+                        }
+                    }
+                    Err(e) => return self.sh.fail(format!("{}: {e}", self.plan.broker)),
+                }
+            };
+            let done = self.sh.now_ns();
+            if self.sh.measures(origin) {
+                record_ns(&lat, done - origin);
+                if code == 0 {
+                    self.sh.record_ok(msgs, bytes, done);
+                } else {
+                    self.sh.record_err(code, done);
+                }
+            }
+        }
     }
 
     fn run_oneway(mut self) {

@@ -56,20 +56,36 @@ impl FrameReader {
         })
     }
 
+    /// A complete frame already in the buffer (no socket read), or `Ok(None)`.
+    pub fn next_buffered(&mut self) -> Result<Option<&[u8]>, String> {
+        Ok(match self.buffered()? {
+            Ok(range) => Some(&self.buf[range]),
+            Err(_) => None,
+        })
+    }
+
+    /// Ok(range of a complete frame) or Err(bytes needed from the start of the partial frame).
+    fn buffered(&mut self) -> Result<Result<std::ops::Range<usize>, usize>, String> {
+        let avail = &self.buf[self.start..self.end];
+        match peek_frame_len(avail, MAX_FRAME_LEN) {
+            Ok(Some(len)) if avail.len() >= 4 + len => {
+                let s = self.start + 4;
+                self.start += 4 + len;
+                Ok(Ok(s..s + len))
+            }
+            Ok(Some(len)) => Ok(Err(4 + len)),
+            Ok(None) => Ok(Err(4)),
+            Err(e) => Err(format!("bad frame from broker: {e}")),
+        }
+    }
+
     /// The next complete frame, or `Ok(None)` when the read timeout passed first.
     /// Errors: the peer closed the connection, a socket error, or a malformed length prefix.
     pub fn next_frame(&mut self) -> Result<Option<&[u8]>, String> {
         let range = loop {
-            let avail = &self.buf[self.start..self.end];
-            let need = match peek_frame_len(avail, MAX_FRAME_LEN) {
-                Ok(Some(len)) if avail.len() >= 4 + len => {
-                    let s = self.start + 4;
-                    self.start += 4 + len;
-                    break s..s + len;
-                }
-                Ok(Some(len)) => 4 + len,
-                Ok(None) => 4,
-                Err(e) => return Err(format!("bad frame from broker: {e}")),
+            let need = match self.buffered()? {
+                Ok(range) => break range,
+                Err(need) => need,
             };
             if self.start == self.end {
                 self.start = 0;
@@ -86,7 +102,7 @@ impl FrameReader {
                 }
             }
             match self.stream.read(&mut self.buf[self.end..]) {
-                Ok(0) => return Err("broker closed the connection".to_owned()),
+                Ok(0) => return Err("connection closed by the other side".to_owned()),
                 Ok(n) => self.end += n,
                 Err(e)
                     if matches!(
@@ -97,7 +113,7 @@ impl FrameReader {
                     return Ok(None)
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("read from broker failed: {e}")),
+                Err(e) => return Err(format!("read failed: {e}")),
             }
         };
         Ok(Some(&self.buf[range]))
