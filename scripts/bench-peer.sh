@@ -14,6 +14,7 @@
 #   SYSTEMS  ["ringmq peer"]                    RESULTS [bench/results/<timestamp>]
 #   PEER [~/.cache/ringmq-peer]  SKIP_BUILD [0]  PEER_BUILD_WAIT [3600] seconds
 #   CARGO_TARGET_DIR [./target]  where ringmq and ringmq-bench are built
+#   RUN_TIMEOUT [1200] seconds one ringmq-bench run may take before it is killed
 # Quick pass: DURATION=3 WARMUP=1 REPEATS=1 BACKLOG=100000 scripts/bench-peer.sh
 set -euo pipefail
 
