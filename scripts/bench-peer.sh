@@ -12,7 +12,8 @@
 #   REPEATS  [3]   pairs per workload           BACKLOG [1000000] W4 prefill/drain size
 #   QUEUES   [8]   topic queues                 WORKLOADS ["W1 W2 W3 W4 W5 W6 W7"]
 #   SYSTEMS  ["ringmq peer"]                    RESULTS [bench/results/<timestamp>]
-#   PEER [~/.cache/ringmq-peer]  SKIP_BUILD [0]  PEER_BUILD_WAIT [3600] seconds
+#   PEER [~/.cache/ringmq-peer]  SKIP_BUILD [0] (1 = use existing binaries)
+#   PEER_BUILD_WAIT [3600] seconds  BENCH, RINGMQ: binaries (default: $CARGO_TARGET_DIR/release/)
 #   CARGO_TARGET_DIR [./target]  where ringmq and ringmq-bench are built
 #   RUN_TIMEOUT [1200] seconds one ringmq-bench run may take before it is killed
 # Quick pass: DURATION=3 WARMUP=1 REPEATS=1 BACKLOG=100000 scripts/bench-peer.sh
@@ -29,8 +30,8 @@ WORKLOADS=${WORKLOADS:-"W1 W2 W3 W4 W5 W6 W7"}
 SYSTEMS=${SYSTEMS:-"ringmq peer"}
 RESULTS=${RESULTS:-$REPO/bench/results/$(date +%Y%m%d-%H%M%S)}
 TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-BENCH=$TARGET_DIR/release/ringmq-bench
-RINGMQ=$TARGET_DIR/release/ringmq
+BENCH=${BENCH:-$TARGET_DIR/release/ringmq-bench}
+RINGMQ=${RINGMQ:-$TARGET_DIR/release/ringmq}
 NS_PORT=9876
 BROKER_PORT=10911
 
@@ -41,7 +42,7 @@ log() { echo "[bench-peer $(date +%H:%M:%S)] $*" >&2; }
 
 # ---------------------------------------------------------------- builds
 build_ringmq() {
-  if [[ ${SKIP_BUILD:-0} == 1 && -x $BENCH && -x $RINGMQ ]]; then return; fi
+  if [[ ${SKIP_BUILD:-0} == 1 ]]; then return; fi
   log "building ringmq and ringmq-bench (release)"
   (cd "$REPO" && cargo build --release --bins)
 }
@@ -137,6 +138,15 @@ start_peer() { # flush tag
     echo "storePathRootDir = \"$STORE/store\""
     echo 'commitLogMicroBatchEnabled = false'
     echo "flushDiskType = \"$flush\""
+    # With ROCKETMQ_SECURITY_PROFILE=development-insecure-loopback the broker refuses to start
+    # while its HA listener binds 0.0.0.0.
+    echo 'haListenAddress = "127.0.0.1"'
+    # The peer counts 1 - avail/total; on this shared VM disk that sits near its 90% warning
+    # level, where it stops accepting writes (SYSTEM_BUSY store_not_writeable). Raise the
+    # thresholds so disk headroom elsewhere does not decide the result.
+    echo 'diskSpaceWarningLevelRatio = 98'
+    echo 'diskSpaceCleanForciblyRatio = 97'
+    echo 'diskMaxUsedSpaceRatio = 95'
   } >"$conf"
   cp "$conf" "$PEER/conf/broker.toml"
   mkdir -p "$STORE/home"
@@ -231,6 +241,7 @@ run_one() { # system workload repeat
 build_ringmq
 [[ $SYSTEMS == *peer* ]] && build_peer
 [[ -x $BENCH ]] || { log "missing $BENCH"; exit 1; }
+[[ $SYSTEMS != *ringmq* || -x $RINGMQ ]] || { log "missing $RINGMQ"; exit 1; }
 log "results in $RESULTS (DURATION=$DURATION WARMUP=$WARMUP REPEATS=$REPEATS BACKLOG=$BACKLOG)"
 {
   echo "date: $(date -u +%FT%TZ)"

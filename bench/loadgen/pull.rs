@@ -224,7 +224,7 @@ impl Consumer {
                 }
                 code => {
                     if recording {
-                        self.sh.record_err(code, done);
+                        self.sh.record_err(code, done, || cmd.remark.clone());
                     }
                     let q = &mut self.queues[qi];
                     q.errors += 1;

@@ -23,7 +23,7 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use crate::pacer::{corrected_latency, Pacer};
 use crate::stats::{record_ns, Shared};
 use crate::template::{uniq_prefix, SendKind, Template, TemplateSpec, OPAQUE_BASE, OPAQUE_SPAN};
-use crate::wire::{connect, scan_header, FrameReader};
+use crate::wire::{connect, decode_header, scan_header, FrameReader};
 
 /// Requests ready at the same time are written together up to this many bytes.
 const COALESCE_BYTES: usize = 64 * 1024;
@@ -78,12 +78,11 @@ pub fn start(plan: &SendPlan, sh: &Arc<Shared>) -> Result<Vec<JoinHandle<()>>, S
         let templates = (0..plan.queues)
             .map(|q| Template::build(&spec, q as i32, born_ms))
             .collect::<Result<Vec<_>, _>>()?;
-        let pacer = plan.rate.map(|r| {
-            // Each connection carries rate/C, offset so the merged schedule is evenly spaced.
-            let per_conn = r / plan.connections as f64;
-            let offset = (1e9 / r * c as f64) as u64;
-            Pacer::new(per_conn, sh.now_ns() + 10_000_000 + offset)
-        });
+        // Each connection carries rate/C, offset so the merged schedule is evenly spaced.
+        let pace = plan
+            .rate
+            .map(|r| (r / plan.connections as f64, (1e9 / r * c as f64) as u64));
+        let pacer = pace.map(|(rate, offset)| Pacer::new(rate, sh.now_ns() + offset));
         let w = Writer {
             stream: stream
                 .try_clone()
@@ -91,6 +90,8 @@ pub fn start(plan: &SendPlan, sh: &Arc<Shared>) -> Result<Vec<JoinHandle<()>>, S
             templates,
             next_template: c % plan.queues.max(1) as usize,
             pacer,
+            pace,
+            rebased: false,
             sh: sh.clone(),
             plan: plan.clone(),
             out: Vec::with_capacity(COALESCE_BYTES * 2),
@@ -157,6 +158,10 @@ struct Writer {
     templates: Vec<Template>,
     next_template: usize,
     pacer: Option<Pacer>,
+    /// (msg/s of this connection, offset of its schedule in ns).
+    pace: Option<(f64, u64)>,
+    /// The schedule was restarted at the start of recording.
+    rebased: bool,
     sh: Arc<Shared>,
     plan: SendPlan,
     out: Vec<u8>,
@@ -166,7 +171,16 @@ struct Writer {
 impl Writer {
     /// Paced: sleeps until the next intended time. Returns false if the caller should re-check
     /// the stop flag before sending.
-    fn wait_turn(&self) -> bool {
+    fn wait_turn(&mut self) -> bool {
+        if !self.rebased && self.sh.recording() {
+            // Restart the schedule when measuring starts: messages an overloaded broker
+            // could not take during the warm-up are dropped, not charged to the measured run.
+            self.rebased = true;
+            if let Some((rate, offset)) = self.pace {
+                let start = self.sh.record_start_ns.load(Relaxed);
+                self.pacer = Some(Pacer::new(rate, start + offset));
+            }
+        }
         let Some(p) = &self.pacer else { return true };
         let now = self.sh.now_ns();
         let t = p.peek();
@@ -280,10 +294,15 @@ impl Writer {
             if !self.write_out() {
                 return;
             }
-            let code = loop {
+            let (code, remark) = loop {
                 match rd.next_frame() {
                     Ok(Some(frame)) => match scan_header(frame) {
-                        Ok(h) if h.flag & 1 != 0 && h.opaque == opaque => break h.code,
+                        Ok(h) if h.flag & 1 != 0 && h.opaque == opaque => {
+                            let remark = (h.code != 0)
+                                .then(|| decode_header(frame).ok()?.remark)
+                                .flatten();
+                            break (h.code, remark);
+                        }
                         Ok(_) => {}
                         Err(e) => return self.sh.fail(format!("{}: {e}", self.plan.broker)),
                     },
@@ -305,7 +324,7 @@ impl Writer {
                 if code == 0 {
                     self.sh.record_ok(msgs, bytes, done);
                 } else {
-                    self.sh.record_err(code, done);
+                    self.sh.record_err(code, done, || remark);
                 }
             }
         }
@@ -394,7 +413,7 @@ fn read_loop(
                     if h.code == 0 {
                         sh.record_ok(msgs, bytes, done);
                     } else {
-                        sh.record_err(h.code, done);
+                        sh.record_err(h.code, done, || decode_header(frame).ok()?.remark);
                     }
                 }
                 st.last_progress_ns.store(done, Relaxed);

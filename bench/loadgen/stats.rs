@@ -67,6 +67,8 @@ pub struct Shared {
     pub issued_msgs: AtomicU64,
     pub count_target: Option<u64>,
     pub errors: Mutex<BTreeMap<i32, u64>>,
+    /// The broker's remark on the first failure of each code.
+    pub error_remarks: Mutex<BTreeMap<i32, String>>,
     pub fatal: Mutex<Option<String>>,
     failed: AtomicBool,
     /// Main latency (request RTT, or end-to-end in e2e).
@@ -91,6 +93,7 @@ impl Shared {
             issued_msgs: AtomicU64::new(0),
             count_target,
             errors: Mutex::new(BTreeMap::new()),
+            error_remarks: Mutex::new(BTreeMap::new()),
             fatal: Mutex::new(None),
             failed: AtomicBool::new(false),
             latency: LatencySet::default(),
@@ -162,8 +165,19 @@ impl Shared {
         self.last_done_ns.fetch_max(done_ns, Relaxed);
     }
 
-    pub fn record_err(&self, code: i32, done_ns: u64) {
-        *lock(&self.errors).entry(code).or_insert(0) += 1;
+    /// Counts a failed request; `remark` is asked for only on the first failure of a code.
+    pub fn record_err(&self, code: i32, done_ns: u64, remark: impl FnOnce() -> Option<String>) {
+        let first = {
+            let mut e = lock(&self.errors);
+            let n = e.entry(code).or_insert(0);
+            *n += 1;
+            *n == 1
+        };
+        if first {
+            if let Some(r) = remark() {
+                lock(&self.error_remarks).insert(code, r.chars().take(200).collect());
+            }
+        }
         self.last_done_ns.fetch_max(done_ns, Relaxed);
     }
 
@@ -321,6 +335,8 @@ pub struct Summary {
     pub requests: u64,
     /// Failed requests by response code (a failed batch counts once).
     pub errors: BTreeMap<i32, u64>,
+    /// The broker's remark on the first failure of each code.
+    pub error_remarks: BTreeMap<i32, String>,
     pub system_busy: u64,
     pub error_total: u64,
     pub throughput_msgs: f64,
@@ -348,6 +364,7 @@ impl Summary {
         self.count = sh.ok_msgs.load(Relaxed);
         self.requests = sh.ok_reqs.load(Relaxed);
         self.errors = lock(&sh.errors).clone();
+        self.error_remarks = lock(&sh.error_remarks).clone();
         self.system_busy = self.errors.get(&2).copied().unwrap_or(0);
         self.error_total = self.errors.values().sum();
         let secs = self.duration_s.max(1e-9);
@@ -416,6 +433,9 @@ impl Summary {
                 p.p50, p.p99
             )?;
         }
+        for (code, r) in &self.error_remarks {
+            writeln!(out, "  first remark for code {code}: {r}")?;
+        }
         if let Some(s) = self.stored {
             writeln!(out, "  stored by the broker: {s} of {} written", self.count)?;
         }
@@ -447,12 +467,15 @@ mod tests {
         assert!(sh.take_budget(4));
         assert!(sh.take_budget(4)); // 8 < 10: the last request may overshoot the target
         assert!(!sh.take_budget(4));
-        sh.record_err(2, 5);
-        sh.record_err(2, 6);
-        sh.record_err(17, 7);
+        sh.record_err(2, 5, || Some("busy".into()));
+        sh.record_err(2, 6, || {
+            panic!("remark is only read for the first error of a code")
+        });
+        sh.record_err(17, 7, || None);
         let mut s = Summary::default();
         s.fill_from(&sh);
         assert_eq!((s.system_busy, s.error_total), (2, 3));
+        assert_eq!(s.error_remarks.get(&2).map(String::as_str), Some("busy"));
         sh.fail("first".into());
         sh.fail("second".into());
         assert_eq!(sh.failure().as_deref(), Some("first"));
