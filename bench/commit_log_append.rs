@@ -1,1 +1,173 @@
-fn main() {}
+//! Commit-log append benchmark (1 KiB records), with the disk's own limit measured in the same
+//! run on the same filesystem.
+//!
+//! Expected limit: the raw rate is buffered 1 MiB writes into a fallocated file plus one
+//! fdatasync (~1.5 GB/s on the reference VM, PERFORMANCE.md B1). ASYNC_FLUSH append should
+//! reach >= 70 % of it: the writer does one memcpy per record into a preallocated mapping and
+//! flushes in the background. SYNC_FLUSH with 64 concurrent single-record appenders is bound by
+//! fdatasync latency (0.25-4 ms): at most 64 KiB per flush, so ~16-250 MB/s; group commit
+//! is what keeps it from being 64x lower.
+//!
+//! Env: RINGMQ_BENCH_DIR (default /tmp), RINGMQ_BENCH_MB (raw and async volume, default 1024),
+//! RINGMQ_BENCH_SYNC_SECS (default 5), RINGMQ_BENCH_SYNC_THREADS (default 64).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ringmq::store::{open, FlushDiskType, StoreConfig};
+use ringmq::writer::testkit::{append_wait, record, NullDispatcher};
+use ringmq::writer::{spawn_writer, AppendRequest, WriterParts};
+
+const RECORD_BODY: usize = 1024 - 91 - 5; // 1 KiB stored records with topic "BENCH"
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+fn raw_rate(dir: &Path, total: u64) -> f64 {
+    let path = dir.join("raw.bin");
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .expect("raw file");
+    // SAFETY: plain syscall on a valid fd.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, total as libc::off_t) };
+    assert_eq!(rc, 0, "fallocate: {}", std::io::Error::last_os_error());
+    let chunk = vec![0x5Au8; 1 << 20];
+    let t = Instant::now();
+    let mut done = 0;
+    while done < total {
+        f.write_all(&chunk).expect("raw write");
+        done += chunk.len() as u64;
+    }
+    f.sync_data().expect("raw fdatasync");
+    let secs = t.elapsed().as_secs_f64();
+    std::fs::remove_file(&path).expect("remove raw file");
+    total as f64 / secs / 1e6
+}
+
+fn store_cfg(root: PathBuf, flush: FlushDiskType) -> StoreConfig {
+    StoreConfig {
+        flush_disk_type: flush,
+        message_index_enable: false,
+        ..StoreConfig::with_root(root)
+    }
+}
+
+/// Returns (MB/s, msg/s) for `n` records appended by one producer, until all replies and the
+/// final flush at shutdown.
+fn async_rate(root: PathBuf, n: u64) -> (f64, f64) {
+    let cfg = store_cfg(root, FlushDiskType::AsyncFlush);
+    let (parts, _) = WriterParts::from_opened(open(&cfg).expect("open"));
+    let w = spawn_writer(parts, &cfg, Box::new(NullDispatcher)).expect("writer");
+    let template = record("BENCH", 0, &[7u8; RECORD_BODY], "");
+    let len = template.bytes.len() as u64;
+    assert_eq!(len, 1024);
+    let acked = Arc::new(AtomicU64::new(0));
+    let s = w.clone_sender();
+    let t = Instant::now();
+    for _ in 0..n {
+        let a = acked.clone();
+        let mut req = AppendRequest {
+            records: vec![ringmq::writer::AppendRecord {
+                topic: template.topic.clone(),
+                queue_id: 0,
+                tags_code: 0,
+                keys: Vec::new(),
+                dispatch: true,
+                bytes: template.bytes.clone(),
+            }],
+            wait_flush: false,
+            reply: Box::new(move |r| {
+                r.expect("async append");
+                a.fetch_add(1, Ordering::Relaxed);
+            }),
+        };
+        while let Err(back) = s.try_append(req) {
+            req = back;
+            std::thread::yield_now();
+        }
+    }
+    while acked.load(Ordering::Relaxed) < n {
+        std::thread::yield_now();
+    }
+    let replies = t.elapsed().as_secs_f64();
+    w.shutdown().expect("shutdown");
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "  async: all replies after {replies:.2} s, durable (shutdown flush) after {secs:.2} s"
+    );
+    ((n * len) as f64 / secs / 1e6, n as f64 / secs)
+}
+
+fn sync_rate(root: PathBuf, threads: u64, secs: u64) -> (f64, f64, u64) {
+    let cfg = store_cfg(root, FlushDiskType::SyncFlush);
+    let (parts, _) = WriterParts::from_opened(open(&cfg).expect("open"));
+    let w = spawn_writer(parts, &cfg, Box::new(NullDispatcher)).expect("writer");
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let t = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|i| {
+            let (s, stop, count) = (w.clone_sender(), stop.clone(), count.clone());
+            std::thread::spawn(move || {
+                let body = [i as u8; RECORD_BODY];
+                while !stop.load(Ordering::Relaxed) {
+                    let r = record("BENCH", (i % 8) as u32, &body, "");
+                    append_wait(&s, vec![r], true).expect("sync append");
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(secs));
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.join().expect("appender");
+    }
+    let el = t.elapsed().as_secs_f64();
+    let n = count.load(Ordering::Relaxed);
+    w.shutdown().expect("shutdown");
+    ((n * 1024) as f64 / el / 1e6, n as f64 / el, n)
+}
+
+fn main() {
+    let base = std::env::var_os("RINGMQ_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    let dir = base.join(format!("ringmq-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    let mb = env_u64("RINGMQ_BENCH_MB", 1024);
+    let sync_secs = env_u64("RINGMQ_BENCH_SYNC_SECS", 5);
+    let threads = env_u64("RINGMQ_BENCH_SYNC_THREADS", 64);
+    println!(
+        "commit_log_append: dir {}, {mb} MiB, 1 KiB records",
+        dir.display()
+    );
+
+    let raw = raw_rate(&dir, mb << 20);
+    println!("raw preallocated write + fdatasync: {raw:.0} MB/s");
+
+    let (a_mbs, a_msgs) = async_rate(dir.join("async"), (mb << 20) / 1024);
+    println!(
+        "ASYNC_FLUSH append: {a_mbs:.0} MB/s, {a_msgs:.0} msg/s, {:.0}% of raw (target >= 70%)",
+        100.0 * a_mbs / raw
+    );
+
+    let (s_mbs, s_msgs, n) = sync_rate(dir.join("sync"), threads, sync_secs);
+    println!(
+        "SYNC_FLUSH append, {threads} appenders: {s_mbs:.1} MB/s, {s_msgs:.0} msg/s ({n} msgs), \
+         {:.1}% of raw (target >= 25%)",
+        100.0 * s_mbs / raw
+    );
+    std::fs::remove_dir_all(&dir).expect("clean bench dir");
+}

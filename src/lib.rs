@@ -15,6 +15,7 @@
 pub mod broker;
 pub mod config;
 pub mod constants;
+pub mod filter;
 pub mod namesrv;
 pub mod namesrv_server;
 pub mod protocol;

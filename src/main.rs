@@ -13,7 +13,11 @@ use ringmq::config::BrokerConfig;
 use ringmq::namesrv_server::start_namesrv;
 
 #[derive(Parser)]
-#[command(name = "ringmq", version, about = "A RocketMQ wire-compatible message broker")]
+#[command(
+    name = "ringmq",
+    version,
+    about = "A RocketMQ wire-compatible message broker"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -117,6 +121,7 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let code = match run(cli) {
@@ -149,7 +154,11 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cmd::Serve(a) => {
             let mut cfg = broker_config(&a.broker)?;
-            let kv = cfg.store.store_path_root_dir.join("namesrv").join("kvConfig.json");
+            let kv = cfg
+                .store
+                .store_path_root_dir
+                .join("namesrv")
+                .join("kvConfig.json");
             let ns = start_namesrv(a.namesrv_listen, Some(kv)).map_err(|e| e.to_string())?;
             let ns_addr = if ns.addr.ip().is_unspecified() {
                 SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), ns.addr.port())

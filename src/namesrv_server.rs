@@ -24,7 +24,11 @@ struct NamesrvHandler {
 }
 
 impl Handler for NamesrvHandler {
-    fn handle(self: Rc<Self>, conn: ConnInfo, cmd: RemotingCommand) -> LocalFuture<Option<Outbound>> {
+    fn handle(
+        self: Rc<Self>,
+        conn: ConnInfo,
+        cmd: RemotingCommand,
+    ) -> LocalFuture<Option<Outbound>> {
         let resp = self.core.borrow_mut().handle(conn.id, &cmd, now_ms());
         Box::pin(async move { resp.and_then(|r| encode_frame(&r)) })
     }

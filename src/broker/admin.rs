@@ -14,7 +14,7 @@ use crate::broker::send::validate_topic;
 use crate::broker::{now_ms, BrokerError, Shard};
 use crate::protocol::body::{
     self, CheckClientRequestBody, SubscriptionGroupConfig, TopicConfig,
-    TopicConfigSerializeWrapper,
+    TopicConfigSerializeWrapper, TopicFilterType,
 };
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::CreateTopicRequestHeader;
@@ -77,10 +77,10 @@ pub async fn create_topic(
         } else {
             h.perm
         },
-        topic_filter_type: if h.topic_filter_type.is_empty() {
-            "SINGLE_TAG".into()
+        topic_filter_type: if h.topic_filter_type.eq_ignore_ascii_case("MULTI_TAG") {
+            TopicFilterType::MultiTag
         } else {
-            h.topic_filter_type.clone()
+            TopicFilterType::SingleTag
         },
         topic_sys_flag: h.topic_sys_flag,
         order: h.order,
@@ -113,7 +113,7 @@ pub async fn delete_topic(
                 let mut m = s0.meta().borrow_mut();
                 let r = m.topics.remove(&topic).is_some();
                 if r {
-                    m.topics_version.next_version();
+                    crate::broker::metadata::bump(&mut m.topics_version);
                 }
                 r
             };
@@ -160,7 +160,7 @@ pub async fn create_subscription_group(
             let (bytes, path) = {
                 let mut m = s0.meta().borrow_mut();
                 m.groups.insert(g.group_name.clone(), g);
-                m.groups_version.next_version();
+                crate::broker::metadata::bump(&mut m.groups_version);
                 (m.groups_file_bytes(), m.groups_path())
             };
             persist_in_background(path, bytes);
@@ -175,7 +175,10 @@ pub async fn all_subscription_groups(
 ) -> Result<RemotingCommand, BrokerError> {
     let bytes = shard
         .mesh
-        .call(0, |s0| async move { s0.meta().borrow().groups_file_bytes() })
+        .call(
+            0,
+            |s0| async move { s0.meta().borrow().groups_file_bytes() },
+        )
         .await?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(bytes))
 }
@@ -187,11 +190,24 @@ pub async fn runtime_info(
 ) -> Result<RemotingCommand, BrokerError> {
     let mut table = BTreeMap::new();
     let w = &shard.ctx.writer;
-    table.insert("commitLogMaxOffset".to_string(), w.max_phy_offset().to_string());
-    table.insert("commitLogMinOffset".to_string(), w.min_phy_offset().to_string());
+    table.insert(
+        "commitLogMaxOffset".to_string(),
+        w.max_phy_offset().to_string(),
+    );
+    table.insert(
+        "commitLogMinOffset".to_string(),
+        w.min_phy_offset().to_string(),
+    );
+    table.insert("putTps".to_string(), "0".to_string());
     table.insert("brokerVersion".to_string(), "479".to_string());
-    table.insert("brokerVersionDesc".to_string(), "V5_3_3 (ringmq)".to_string());
-    table.insert("bootTimestamp".to_string(), shard.ctx.started_ms.to_string());
+    table.insert(
+        "brokerVersionDesc".to_string(),
+        "V5_3_3 (ringmq)".to_string(),
+    );
+    table.insert(
+        "bootTimestamp".to_string(),
+        shard.ctx.started_ms.to_string(),
+    );
     table.insert(
         "runtime".to_string(),
         format!("[ {} ms ]", now_ms() - shard.ctx.started_ms),
@@ -199,7 +215,9 @@ pub async fn runtime_info(
     table.insert("shardCount".to_string(), shard.ctx.shard_count.to_string());
     table.insert(
         "sendfileBytes".to_string(),
-        runtime::net::SENDFILE_BYTES.load(Ordering::Relaxed).to_string(),
+        runtime::net::SENDFILE_BYTES
+            .load(Ordering::Relaxed)
+            .to_string(),
     );
     table.insert(
         "sendfileFallbackBytes".to_string(),
@@ -236,17 +254,16 @@ pub fn broker_config(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
 }
 
 /// CHECK_CLIENT_CONFIG: TAG subscriptions are fine; SQL92 needs enablePropertyFilter.
-pub fn check_client_config(shard: &Shard, cmd: &RemotingCommand) -> Result<RemotingCommand, BrokerError> {
+pub fn check_client_config(
+    shard: &Shard,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
     let req: CheckClientRequestBody = body::from_json(&cmd.body)?;
-    let sql = req
-        .subscription_data
-        .as_ref()
-        .map(|s| s.expression_type.eq_ignore_ascii_case("SQL92"))
-        .unwrap_or(false);
-    if sql && !shard.ctx.cfg.enable_property_filter {
-        return Err(BrokerError::System(
-            "The broker does not support consumer to filter message by SQL92".into(),
-        ));
-    }
+    let sub = &req.subscription_data;
+    crate::broker::pull::MsgFilter::build(
+        &sub.sub_string,
+        Some(&sub.expression_type),
+        shard.ctx.cfg.enable_property_filter,
+    )?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
 }

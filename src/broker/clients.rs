@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::broker::metadata::{
-    topic_config, ClientChannel, ConsumerGroupInfo, LOCK_MAX_LIVE_MS, PERM_READ, PERM_WRITE,
+    topic_config, ClientChannel, LOCK_MAX_LIVE_MS, PERM_READ, PERM_WRITE,
 };
 use crate::broker::{now_ms, BrokerError, Shard};
 use crate::protocol::body::{
@@ -34,7 +34,10 @@ pub async fn heart_beat(
     let conn_id = conn.id;
     shard
         .mesh
-        .call(0, move |s0| async move { register_heartbeat(&s0, hb, conn_id) })
+        .call(
+            0,
+            move |s0| async move { register_heartbeat(&s0, hb, conn_id) },
+        )
         .await?;
     Ok(RemotingCommand::response_for(cmd, 0, None))
 }
@@ -67,16 +70,12 @@ fn register_heartbeat(s0: &Rc<Shard>, hb: HeartbeatData, conn_id: u64) {
             let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", c.group_name);
             if !m.topics.contains_key(&retry) {
                 let q = group_cfg.retry_queue_nums.max(1);
-                topics_changed |=
-                    m.upsert_topic(topic_config(&retry, q, PERM_READ | PERM_WRITE));
+                topics_changed |= m.upsert_topic(topic_config(&retry, q, PERM_READ | PERM_WRITE));
             }
-            let info = m
-                .consumers
-                .entry(c.group_name.clone())
-                .or_insert_with(ConsumerGroupInfo::default);
-            info.message_model = c.message_model.clone();
-            info.consume_type = c.consume_type.clone();
-            info.consume_from_where = c.consume_from_where.clone();
+            let info = m.consumers.entry(c.group_name.clone()).or_default();
+            info.message_model = Some(c.message_model);
+            info.consume_type = Some(c.consume_type);
+            info.consume_from_where = Some(c.consume_from_where);
             let is_new = match info.clients.get_mut(&hb.client_id) {
                 Some(ch) => {
                     let moved = ch.conn_id != conn_id;

@@ -4,7 +4,7 @@
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
-use crate::broker::{admin, clients, offsets, pull, send, BrokerError, Shard};
+use crate::broker::{admin, clients, offsets, pull, query, retry, send, BrokerError, Shard};
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
 use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound};
@@ -16,23 +16,30 @@ pub struct BrokerHandler {
 }
 
 impl Handler for BrokerHandler {
-    fn handle(self: Rc<Self>, conn: ConnInfo, cmd: RemotingCommand) -> LocalFuture<Option<Outbound>> {
+    fn handle(
+        self: Rc<Self>,
+        conn: ConnInfo,
+        cmd: RemotingCommand,
+    ) -> LocalFuture<Option<Outbound>> {
         Box::pin(async move {
             let shard = self.shard.clone();
             let oneway = cmd.is_oneway();
             let code = cmd.code;
             let result: Result<Option<Outbound>, BrokerError> = match code {
                 req::SEND_MESSAGE | req::SEND_MESSAGE_V2 | req::SEND_BATCH_MESSAGE => {
-                    return send::send(shard, &conn, &cmd).await.and_then(|r| encode_frame(&r));
+                    return send::send(shard, &conn, &cmd)
+                        .await
+                        .and_then(|r| encode_frame(&r));
                 }
                 req::PULL_MESSAGE | req::LITE_PULL_MESSAGE if !self.fast_port => {
                     pull::pull(shard, &cmd).await.map(Some)
                 }
+                req::QUERY_MESSAGE => query::query_message(shard, &cmd).await.map(Some),
+                req::VIEW_MESSAGE_BY_ID => query::view_message_by_id(shard, &cmd).await.map(Some),
+                req::CONSUMER_SEND_MSG_BACK => frame(retry::send_msg_back(shard, &cmd).await),
                 req::HEART_BEAT => frame(clients::heart_beat(shard, &conn, &cmd).await),
                 req::UNREGISTER_CLIENT => frame(clients::unregister_client(shard, &cmd).await),
-                req::GET_CONSUMER_LIST_BY_GROUP => {
-                    frame(clients::consumer_list(shard, &cmd).await)
-                }
+                req::GET_CONSUMER_LIST_BY_GROUP => frame(clients::consumer_list(shard, &cmd).await),
                 req::LOCK_BATCH_MQ => frame(clients::lock_batch(shard, &cmd).await),
                 req::UNLOCK_BATCH_MQ => frame(clients::unlock_batch(shard, &cmd).await),
                 req::QUERY_CONSUMER_OFFSET => {
@@ -110,7 +117,10 @@ impl Handler for BrokerHandler {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: `dup` is a fresh fd owned by nobody else.
-        Ok((unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(dup) }, off))
+        Ok((
+            unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(dup) },
+            off,
+        ))
     }
 }
 

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::BrokerConfig;
 use crate::protocol::body::{
-    self, DataVersion, SubscriptionData, SubscriptionGroupConfig, TopicConfig,
-    TopicConfigSerializeWrapper,
+    self, ConsumeFromWhere, ConsumeType, DataVersion, MessageModel, SubscriptionData,
+    SubscriptionGroupConfig, TopicConfig, TopicConfigSerializeWrapper,
 };
 
 /// Topic name -> config, as every shard sees it.
@@ -42,9 +42,9 @@ pub struct ClientChannel {
 pub struct ConsumerGroupInfo {
     pub clients: BTreeMap<String, ClientChannel>,
     pub subscriptions: HashMap<String, SubscriptionData>,
-    pub message_model: String,
-    pub consume_type: String,
-    pub consume_from_where: String,
+    pub message_model: Option<MessageModel>,
+    pub consume_type: Option<ConsumeType>,
+    pub consume_from_where: Option<ConsumeFromWhere>,
 }
 
 /// Queue identity used by the lock table.
@@ -60,6 +60,12 @@ pub struct Metadata {
     pub producers: HashMap<String, BTreeMap<String, ClientChannel>>,
     /// group -> queue -> (client id, last renewal ms)
     pub locks: HashMap<String, HashMap<MqKey, (String, i64)>>,
+}
+
+/// Advances a DataVersion the way RocketMQ's `nextVersion` does.
+pub fn bump(v: &mut DataVersion) {
+    v.counter += 1;
+    v.timestamp = crate::broker::now_ms();
 }
 
 /// A new topic config with RocketMQ's defaults.
@@ -163,7 +169,7 @@ impl Metadata {
             return false;
         }
         self.topics.insert(tc.topic_name.clone(), tc);
-        self.topics_version.next_version();
+        crate::broker::metadata::bump(&mut self.topics_version);
         true
     }
 
@@ -180,7 +186,7 @@ impl Metadata {
             ..SubscriptionGroupConfig::default()
         };
         self.groups.insert(group.into(), g.clone());
-        self.groups_version.next_version();
+        crate::broker::metadata::bump(&mut self.groups_version);
         Some(g)
     }
 

@@ -15,10 +15,14 @@ pub mod long_poll;
 pub mod metadata;
 pub mod offsets;
 pub mod pull;
+pub mod query;
 pub mod register;
+pub mod retry;
+pub mod schedule;
 pub mod send;
 pub mod shard;
 pub mod start;
+pub mod timer;
 
 pub use error::BrokerError;
 pub use shard::Shard;
@@ -57,8 +61,7 @@ mod tests {
                 assert_eq!(o, owner_of("TopicTest", q, n));
             }
         }
-        let owners: std::collections::BTreeSet<_> =
-            (0..8).map(|q| owner_of("T", q, 4)).collect();
+        let owners: std::collections::BTreeSet<_> = (0..8).map(|q| owner_of("T", q, 4)).collect();
         assert_eq!(owners.len(), 4);
     }
 }

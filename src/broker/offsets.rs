@@ -5,7 +5,7 @@
 //! few seconds and on shutdown and writes RocketMQ's `config/consumerOffset.json`
 //! (`{"offsetTable":{"topic@group":{0:12}}}`, fastjson's unquoted integer keys).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -43,7 +43,9 @@ pub fn load(root: &Path, shards: usize) -> Vec<OffsetTable> {
                     file = Some(f);
                     break;
                 }
-                Err(e) => tracing::warn!(path = %p.display(), error = %e, "unparsable offsets file"),
+                Err(e) => {
+                    tracing::warn!(path = %p.display(), error = %e, "unparsable offsets file")
+                }
             }
         }
     }
@@ -139,7 +141,10 @@ pub async fn update_consumer_offset(
     let h = UpdateConsumerOffsetRequestHeader::from_command(cmd)?;
     let qid = queue_id(h.queue_id)?;
     let (t, g, off) = (h.topic.clone(), h.consumer_group.clone(), h.commit_offset);
-    on_owner(&shard, &h.topic, qid, move |s| commit_local(s, &t, &g, qid, off)).await?;
+    on_owner(&shard, &h.topic, qid, move |s| {
+        commit_local(s, &t, &g, qid, off)
+    })
+    .await?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
 }
 
@@ -169,7 +174,9 @@ pub async fn get_min_offset(
 fn store_timestamp(s: &Shard, phy: u64, size: u32) -> Option<i64> {
     let mut reader = s.reader.borrow_mut();
     let bytes = reader.read(phy, size).ok()?;
-    message::decode(bytes, false).ok().map(|r| r.store_timestamp)
+    message::decode(bytes, false)
+        .ok()
+        .map(|r| r.store_timestamp)
 }
 
 pub async fn search_offset_by_timestamp(
@@ -209,7 +216,9 @@ pub async fn get_earliest_msg_storetime(
     })
     .await?;
     match ts {
-        Some(ts) => Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_ext("timestamp", ts)),
+        Some(ts) => {
+            Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_ext("timestamp", ts))
+        }
         None => Err(BrokerError::System(format!(
             "no message in queue {}:{}",
             h.topic, h.queue_id
@@ -241,6 +250,7 @@ pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     /// The offsets file round-trips through RocketMQ's unquoted-key form and splits by owner.
     #[test]
@@ -256,7 +266,10 @@ mod tests {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &bytes).unwrap();
         let split = load(dir.path(), 2);
-        let total: usize = split.iter().map(|t| t.get("T@g").map_or(0, |q| q.len())).sum();
+        let total: usize = split
+            .iter()
+            .map(|t| t.get("T@g").map_or(0, |q| q.len()))
+            .sum();
         assert_eq!(total, 2);
         let o = crate::broker::owner_of("T", 3, 2);
         assert_eq!(split[o]["T@g"][&3], 7);

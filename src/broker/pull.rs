@@ -32,9 +32,10 @@ pub const FLAG_SUBSCRIPTION: i32 = 0x4;
 /// How many ConsumeQueue units one pull may scan past filtered-out entries.
 const MAX_SCAN_UNITS: u64 = 800;
 
-/// Which tag hashes a pull accepts; `None` = every message.
+/// Which tags a pull accepts; `None` = every message. The hash set screens ConsumeQueue units;
+/// the names confirm the exact tag of a candidate before it is sent (hash collisions).
 #[derive(Clone, Debug, PartialEq)]
-pub struct TagFilter(pub Option<HashSet<i32>>);
+pub struct TagFilter(pub Option<(HashSet<i32>, HashSet<String>)>);
 
 impl TagFilter {
     /// From a TAG expression: `*`/empty = all, else `a || b` (whitespace trimmed).
@@ -43,33 +44,113 @@ impl TagFilter {
         if expr.is_empty() || expr == "*" {
             return TagFilter(None);
         }
-        let set = expr
+        let names = expr
             .split("||")
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .map(java_string_hash)
+            .map(String::from)
             .collect::<HashSet<_>>();
-        if set.is_empty() {
-            TagFilter(None)
-        } else {
-            TagFilter(Some(set))
+        if names.is_empty() {
+            return TagFilter(None);
         }
+        let codes = names.iter().map(|t| java_string_hash(t)).collect();
+        TagFilter(Some((codes, names)))
     }
 
     fn from_subscription(s: &SubscriptionData) -> TagFilter {
         if s.sub_string.trim() == "*" || s.sub_string.trim().is_empty() {
             return TagFilter(None);
         }
-        if !s.code_set.is_empty() {
-            return TagFilter(Some(s.code_set.iter().copied().collect()));
+        if !s.tags_set.is_empty() {
+            let names: HashSet<String> = s.tags_set.iter().cloned().collect();
+            let codes = names.iter().map(|t| java_string_hash(t)).collect();
+            return TagFilter(Some((codes, names)));
         }
         TagFilter::parse(&s.sub_string)
     }
 
+    /// Screens a ConsumeQueue unit by its tag hash.
     pub fn accepts(&self, tags_code: i64) -> bool {
         match &self.0 {
             None => true,
-            Some(set) => set.contains(&(tags_code as i32)),
+            Some((codes, _)) => codes.contains(&(tags_code as i32)),
+        }
+    }
+
+    /// True when the exact tag must be read from the record to confirm a hash match.
+    pub fn needs_exact_check(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Confirms the record's TAGS property is one of the subscribed names.
+    pub fn accepts_tag(&self, tag: Option<&str>) -> bool {
+        match (&self.0, tag) {
+            (None, _) => true,
+            (Some((_, names)), Some(t)) => names.contains(t),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// A pull's filter: tags (by ConsumeQueue hash, confirmed on the record) or an SQL92 selector
+/// evaluated over the record's properties.
+#[derive(Clone, Debug)]
+pub enum MsgFilter {
+    Tag(TagFilter),
+    Sql(crate::filter::Sql92Filter),
+}
+
+impl MsgFilter {
+    /// Builds the filter for an expression of `expression_type` (TAG when absent).
+    pub fn build(
+        expr: &str,
+        expression_type: Option<&str>,
+        sql_enabled: bool,
+    ) -> Result<MsgFilter, BrokerError> {
+        let is_sql = expression_type.map(|t| t.eq_ignore_ascii_case("SQL92")) == Some(true);
+        if !is_sql {
+            return Ok(MsgFilter::Tag(TagFilter::parse(expr)));
+        }
+        if !sql_enabled {
+            return Err(sql92_unsupported());
+        }
+        let e = expr.trim();
+        if e.is_empty() || e == "*" {
+            return Ok(MsgFilter::Tag(TagFilter(None)));
+        }
+        crate::filter::Sql92Filter::compile(e)
+            .map(MsgFilter::Sql)
+            .map_err(|err| BrokerError::SubscriptionParseFailed(format!("{e}: {err}")))
+    }
+
+    fn accepts_unit(&self, tags_code: i64) -> bool {
+        match self {
+            MsgFilter::Tag(t) => t.accepts(tags_code),
+            MsgFilter::Sql(_) => true,
+        }
+    }
+
+    fn needs_record(&self) -> bool {
+        match self {
+            MsgFilter::Tag(t) => t.needs_exact_check(),
+            MsgFilter::Sql(_) => true,
+        }
+    }
+
+    /// Checks the decoded properties of a candidate record.
+    fn accepts_properties(&self, props: &str) -> bool {
+        match self {
+            MsgFilter::Tag(t) => t.accepts_tag(crate::protocol::properties::get(props, "TAGS")),
+            MsgFilter::Sql(f) => {
+                let parsed = crate::protocol::properties::parse(props);
+                f.matches(&|k| {
+                    parsed
+                        .iter()
+                        .rev()
+                        .find(|(n, _)| n == k)
+                        .map(|(_, v)| v.as_str())
+                })
+            }
         }
     }
 }
@@ -82,7 +163,7 @@ pub struct PullQuery {
     pub offset: i64,
     pub max_msgs: usize,
     pub max_bytes: usize,
-    pub filter: TagFilter,
+    pub filter: MsgFilter,
     pub commit_offset: Option<i64>,
     pub suspend: Option<Duration>,
 }
@@ -175,13 +256,14 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
 async fn resolve_filter(
     shard: &Rc<Shard>,
     h: &PullMessageRequestHeader,
-) -> Result<TagFilter, BrokerError> {
-    let is_sql = |t: Option<&str>| t.map(|t| t.eq_ignore_ascii_case("SQL92")) == Some(true);
+) -> Result<MsgFilter, BrokerError> {
+    let sql_enabled = shard.ctx.cfg.enable_property_filter;
     if h.sys_flag & FLAG_SUBSCRIPTION != 0 {
-        if is_sql(h.expression_type.as_deref()) {
-            return Err(sql92_unsupported());
-        }
-        return Ok(TagFilter::parse(h.subscription.as_deref().unwrap_or("*")));
+        return MsgFilter::build(
+            h.subscription.as_deref().unwrap_or("*"),
+            h.expression_type.as_deref(),
+            sql_enabled,
+        );
     }
     let local = shard
         .subs
@@ -206,8 +288,10 @@ async fn resolve_filter(
         }
     };
     match sub {
-        Some(s) if is_sql(Some(&s.expression_type)) => Err(sql92_unsupported()),
-        Some(s) => Ok(TagFilter::from_subscription(&s)),
+        Some(s) if s.expression_type.eq_ignore_ascii_case("SQL92") => {
+            MsgFilter::build(&s.sub_string, Some("SQL92"), sql_enabled)
+        }
+        Some(s) => Ok(MsgFilter::Tag(TagFilter::from_subscription(&s))),
         None => Err(BrokerError::SubscriptionNotExist(h.consumer_group.clone())),
     }
 }
@@ -289,7 +373,10 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
             break;
         }
         offset += 1;
-        if !q.filter.accepts(unit.tags_code) {
+        if !q.filter.accepts_unit(unit.tags_code) {
+            continue;
+        }
+        if q.filter.needs_record() && !record_matches(s, &q.filter, unit) {
             continue;
         }
         bytes += unit.size as usize;
@@ -306,6 +393,23 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
     ans
 }
 
+/// Reads a candidate record's properties: the exact tag (ruling out a hash collision) or the
+/// SQL92 selector. An unreadable record is skipped, never sent.
+fn record_matches(
+    s: &Shard,
+    filter: &MsgFilter,
+    unit: crate::store::consume_queue::CqUnit,
+) -> bool {
+    let mut reader = s.reader.borrow_mut();
+    let Ok(bytes) = reader.read(unit.phy_offset, unit.size) else {
+        return false;
+    };
+    match crate::protocol::message::decode(bytes, false) {
+        Ok(r) => filter.accepts_properties(r.properties),
+        Err(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +423,11 @@ mod tests {
         assert!(!f.accepts(java_string_hash("TagC") as i64));
         assert!(TagFilter::parse("*").accepts(12345));
         assert!(TagFilter::parse("").accepts(0));
+        // "Aa" and "BB" share a Java hash: the hash screen passes, the exact check does not.
+        let f = TagFilter::parse("Aa");
+        assert!(f.accepts(java_string_hash("BB") as i64));
+        assert!(!f.accepts_tag(Some("BB")));
+        assert!(f.accepts_tag(Some("Aa")));
+        assert!(!f.accepts_tag(None));
     }
 }

@@ -97,14 +97,13 @@ async fn invoke(
     addr: SocketAddr,
     cmd: RemotingCommand,
 ) -> Result<(), String> {
-    if !clients.contains_key(&addr) {
-        let c = Client::connect(addr, RPC_TIMEOUT)
-            .await
-            .map_err(|e| e.to_string())?;
-        clients.insert(addr, c);
-    }
-    let Some(client) = clients.get_mut(&addr) else {
-        return Err("no client".into());
+    let client = match clients.entry(addr) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(v) => v.insert(
+            Client::connect(addr, RPC_TIMEOUT)
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
     };
     match client.invoke(cmd, RPC_TIMEOUT).await {
         Ok(resp) if resp.code == rc::SUCCESS => Ok(()),

@@ -7,12 +7,12 @@
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use bytes::BytesMut;
 
 use crate::broker::clients::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 use crate::broker::metadata::{topic_config, PERM_INHERIT, PERM_READ, PERM_WRITE};
+use crate::broker::schedule::SCHEDULE_TOPIC;
 use crate::broker::{admin, BrokerError, Shard};
 use crate::constants::MAX_BATCH_MESSAGES;
 use crate::protocol::batch::decode_batch;
@@ -33,7 +33,11 @@ pub static ONEWAY_DROPPED: AtomicU64 = AtomicU64::new(0);
 static ONEWAY_LAST_LOG_MS: AtomicU64 = AtomicU64::new(0);
 
 /// Serves a send request; `None` for oneway requests (they get no response).
-pub async fn send(shard: Rc<Shard>, conn: &ConnInfo, cmd: &RemotingCommand) -> Option<RemotingCommand> {
+pub async fn send(
+    shard: Rc<Shard>,
+    conn: &ConnInfo,
+    cmd: &RemotingCommand,
+) -> Option<RemotingCommand> {
     let res = send_inner(&shard, conn, cmd).await;
     if cmd.is_oneway() {
         if let Err(e) = res {
@@ -55,6 +59,9 @@ pub async fn send(shard: Rc<Shard>, conn: &ConnInfo, cmd: &RemotingCommand) -> O
         Err(e) => RemotingCommand::response_for(cmd, e.response_code(), Some(e.to_string())),
     })
 }
+
+/// One message of a send: body, user flag, properties.
+type BatchItem = (bytes::Bytes, i32, Vec<(String, String)>);
 
 /// RocketMQ's topic name rule: `[%|a-zA-Z0-9_-]`, at most 127 bytes (255 for retry/DLQ topics).
 pub fn validate_topic(topic: &str) -> Result<(), BrokerError> {
@@ -95,6 +102,7 @@ pub async fn ensure_topic(
     if let Some(tc) = shard.topics.borrow().get(topic) {
         return Ok(tc.clone());
     }
+    let wanted = topic.to_string();
     let topic = topic.to_string();
     let default_topic = default_topic.to_string();
     let created = shard
@@ -105,15 +113,13 @@ pub async fn ensure_topic(
                 if let Some(tc) = m.topics.get(&topic) {
                     return Some(tc.clone());
                 }
-                let tc = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
-                    topic_config(&topic, 1, PERM_READ | PERM_WRITE)
-                } else if topic.starts_with(DLQ_GROUP_TOPIC_PREFIX) {
+                let tc = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
+                    || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
+                {
                     topic_config(&topic, 1, PERM_READ | PERM_WRITE)
                 } else {
                     let template = m.topics.get(&default_topic)?;
-                    if !s0.ctx.cfg.auto_create_topic_enable
-                        || template.perm & PERM_INHERIT == 0
-                    {
+                    if !s0.ctx.cfg.auto_create_topic_enable || template.perm & PERM_INHERIT == 0 {
                         return None;
                     }
                     let q = default_queue_nums.clamp(1, template.write_queue_nums.max(1));
@@ -128,15 +134,11 @@ pub async fn ensure_topic(
             Some(tc)
         })
         .await?;
-    created.ok_or_else(|| BrokerError::TopicNotExist(shard_topic_name(shard, topic)))
-}
-
-fn shard_topic_name(_shard: &Rc<Shard>, topic: &str) -> String {
-    topic.to_string()
+    created.ok_or(BrokerError::TopicNotExist(wanted))
 }
 
 /// Keys indexed for QUERY_MESSAGE: each space-separated KEYS entry plus UNIQ_KEY.
-fn index_keys(props: &[(String, String)]) -> Vec<String> {
+pub fn index_keys(props: &[(String, String)]) -> Vec<String> {
     let mut keys_out = Vec::new();
     for (k, v) in props {
         if k == keys::KEYS {
@@ -155,7 +157,13 @@ async fn send_inner(
 ) -> Result<RemotingCommand, BrokerError> {
     let h = SendMessageRequestHeader::from_command(cmd)?;
     validate_topic(&h.topic)?;
-    let tc = ensure_topic(shard, &h.topic, &h.default_topic, h.default_topic_queue_nums).await?;
+    let tc = ensure_topic(
+        shard,
+        &h.topic,
+        &h.default_topic,
+        h.default_topic_queue_nums,
+    )
+    .await?;
     if tc.perm & PERM_WRITE == 0 {
         return Err(BrokerError::NoPermission(format!(
             "the topic[{}] sending message is forbidden",
@@ -164,7 +172,7 @@ async fn send_inner(
     }
     let write_queues = tc.write_queue_nums.max(1);
     let queue_id = if h.queue_id < 0 {
-        (shard.uniq.borrow_mut().counter() % write_queues as u64) as i32
+        (shard.next_round_robin() % write_queues as u64) as i32
     } else {
         h.queue_id
     };
@@ -180,7 +188,7 @@ async fn send_inner(
     let now = crate::broker::now_ms();
 
     // Build (body, properties) pairs: one for a single send, one per inner message of a batch.
-    let mut items: Vec<(bytes::Bytes, i32, Vec<(String, String)>)> = Vec::new();
+    let mut items: Vec<BatchItem> = Vec::new();
     if h.batch {
         if h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
             return Err(BrokerError::MessageIllegal(
@@ -196,6 +204,18 @@ async fn send_inner(
     if items.is_empty() {
         return Err(BrokerError::MessageIllegal("the batch is empty".into()));
     }
+    // A retry-topic send past the group's limit goes to the dead-letter queue (PROTOCOL 2.3 step 3).
+    let mut topic = h.topic.clone();
+    let mut queue_id = queue_id;
+    if let Some(group) = h.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
+        let max = h.max_reconsume_times.unwrap_or(ctx.cfg.max_reconsume_times);
+        if h.reconsume_times > max {
+            topic = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
+            queue_id = 0;
+            ensure_topic(shard, &topic, "", 1).await?;
+        }
+    }
+    let to_dlq = topic != h.topic;
     let mut wait_flush = true;
     let mut records = Vec::with_capacity(items.len());
     let mut uniq_keys = Vec::with_capacity(items.len());
@@ -220,42 +240,23 @@ async fn send_inner(
         if props.iter().any(|(k, v)| k == keys::WAIT && v == "false") {
             wait_flush = false;
         }
-        let tag = props
-            .iter()
-            .find(|(k, _)| k == keys::TAGS)
-            .map(|(_, v)| v.as_str());
-        let tags = tags_code(tag);
-        let index = index_keys(&props);
-        let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let msg = MessageToStore {
-            topic: &h.topic,
-            queue_id,
-            flag,
-            sys_flag: h.sys_flag,
-            born_timestamp: h.born_timestamp,
-            born_host: conn.peer,
-            store_host: ctx.store_host,
-            reconsume_times: h.reconsume_times,
-            prepared_transaction_offset: 0,
-            body: &body,
-            properties: &props_str,
-        };
-        let mut bytes = BytesMut::with_capacity(message::stored_len(
-            h.sys_flag,
-            body.len(),
-            h.topic.len(),
-            props_str.len(),
-        ));
-        message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
-        records.push(AppendRecord {
-            topic: h.topic.clone(),
-            queue_id: queue_id as u32,
-            tags_code: tags,
-            keys: index,
-            dispatch: message::sys_flag::transaction_type(h.sys_flag)
-                != message::sys_flag::TRANSACTION_PREPARED,
-            bytes,
-        });
+        if to_dlq {
+            props.retain(|(k, _)| k != keys::DELAY);
+        }
+        records.push(build_record(
+            shard,
+            Outgoing {
+                topic: &topic,
+                queue_id,
+                flag,
+                sys_flag: h.sys_flag,
+                born_timestamp: h.born_timestamp,
+                born_host: conn.peer,
+                reconsume_times: h.reconsume_times,
+                body: &body,
+                props,
+            },
+        )?);
         uniq_keys.push(uniq);
     }
 
@@ -281,6 +282,106 @@ async fn send_inner(
     Ok(resp)
 }
 
+/// A message about to be stored, before delay rewriting and encoding.
+pub struct Outgoing<'a> {
+    pub topic: &'a str,
+    pub queue_id: i32,
+    pub flag: i32,
+    pub sys_flag: i32,
+    pub born_timestamp: i64,
+    pub born_host: std::net::SocketAddr,
+    pub reconsume_times: i32,
+    pub body: &'a [u8],
+    pub props: Vec<(String, String)>,
+}
+
+/// Encodes a stored record. A `DELAY` level > 0 (on a non-transactional message) moves it to
+/// the schedule topic: queue level - 1, real topic and queue kept in properties, and the
+/// delivery time in the ConsumeQueue tag slot.
+pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, BrokerError> {
+    let mut props = m.props;
+    let tx_type = message::sys_flag::transaction_type(m.sys_flag);
+    let delay = props
+        .iter()
+        .find(|(k, _)| k == keys::DELAY)
+        .and_then(|(_, v)| v.trim().parse::<i32>().ok())
+        .filter(|l| *l > 0)
+        .filter(|_| tx_type == 0 || tx_type == message::sys_flag::TRANSACTION_COMMIT);
+    let now = crate::broker::now_ms();
+    let timer_at = if delay.is_none() {
+        crate::broker::timer::requested_delivery(&props, now)?.filter(|at| *at > now)
+    } else {
+        None
+    };
+    let (topic, queue_id, tags) = if let Some(at) = timer_at {
+        props.retain(|(k, _)| {
+            k != keys::REAL_TOPIC && k != keys::REAL_QID && k != crate::broker::timer::TIMER_OUT_MS
+        });
+        props.push((keys::REAL_TOPIC.into(), m.topic.to_string()));
+        props.push((keys::REAL_QID.into(), m.queue_id.to_string()));
+        props.push((crate::broker::timer::TIMER_OUT_MS.into(), at.to_string()));
+        (
+            crate::broker::timer::TIMER_TOPIC.to_string(),
+            crate::broker::timer::TIMER_QUEUE as i32,
+            at,
+        )
+    } else {
+        match delay.and_then(|l| {
+            let levels = &shard.ctx.delay_levels;
+            levels.delay_ms(l).map(|d| (l.min(levels.max_level()), d))
+        }) {
+            Some((level, delay_ms)) => {
+                props.retain(|(k, _)| k != keys::REAL_TOPIC && k != keys::REAL_QID);
+                props.push((keys::REAL_TOPIC.into(), m.topic.to_string()));
+                props.push((keys::REAL_QID.into(), m.queue_id.to_string()));
+                (
+                    SCHEDULE_TOPIC.to_string(),
+                    level - 1,
+                    crate::broker::now_ms() + delay_ms,
+                )
+            }
+            None => {
+                let tag = props
+                    .iter()
+                    .find(|(k, _)| k == keys::TAGS)
+                    .map(|(_, v)| v.as_str());
+                (m.topic.to_string(), m.queue_id, tags_code(tag))
+            }
+        }
+    };
+    let index = index_keys(&props);
+    let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let msg = MessageToStore {
+        topic: &topic,
+        queue_id,
+        flag: m.flag,
+        sys_flag: m.sys_flag,
+        born_timestamp: m.born_timestamp,
+        born_host: m.born_host,
+        store_host: shard.ctx.store_host,
+        reconsume_times: m.reconsume_times,
+        prepared_transaction_offset: 0,
+        body: m.body,
+        properties: &props_str,
+    };
+    let mut bytes = BytesMut::with_capacity(message::stored_len(
+        m.sys_flag,
+        m.body.len(),
+        topic.len(),
+        props_str.len(),
+    ));
+    message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+    Ok(AppendRecord {
+        topic,
+        queue_id: queue_id as u32,
+        tags_code: tags,
+        keys: index,
+        dispatch: tx_type != message::sys_flag::TRANSACTION_PREPARED
+            && tx_type != message::sys_flag::TRANSACTION_ROLLBACK,
+        bytes,
+    })
+}
+
 /// Hands records to the writer (never blocking) and waits for its reply.
 pub async fn append(
     shard: &Rc<Shard>,
@@ -304,13 +405,6 @@ pub async fn append(
             "the store writer stopped".into(),
         )),
     }
-}
-
-/// Unused helper kept private to this module's tests.
-#[cfg(test)]
-fn _assert_send_sync() {
-    fn is_send<T: Send>() {}
-    is_send::<Arc<TopicConfig>>();
 }
 
 #[cfg(test)]

@@ -11,12 +11,12 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::broker::long_poll::Waiter;
 use crate::broker::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
 use crate::config::BrokerConfig;
 use crate::constants::MAX_WAITERS_PER_QUEUE;
 use crate::protocol::msg_id::UniqKeyGenerator;
 use crate::remoting::Outbox;
-use crate::broker::long_poll::Waiter;
 use crate::runtime::Mesh;
 use crate::store::consume_queue::{ConsumeQueue, CqUnit};
 use crate::store::reader::CommitLogReader;
@@ -30,6 +30,7 @@ pub struct BrokerContext {
     pub writer: WriterSender,
     pub shard_count: usize,
     pub started_ms: i64,
+    pub delay_levels: crate::broker::schedule::DelayLevels,
 }
 
 /// A queue owned by this shard.
@@ -55,8 +56,15 @@ pub struct Shard {
     /// Shard 0 only: the metadata owner.
     pub meta: Option<RefCell<Metadata>>,
     pub uniq: RefCell<UniqKeyGenerator>,
+    /// Delay level -> next schedule-queue offset to deliver (levels whose queue we own).
+    pub delay_progress: RefCell<BTreeMap<i32, i64>>,
+    /// The timer service's state, on the shard owning the timer queue only.
+    pub timer: RefCell<Option<crate::broker::timer::TimerState>>,
     next_conn: Cell<u64>,
+    round_robin: Cell<u64>,
     pub stopping: Cell<bool>,
+    /// Set at shutdown before progress is gathered: schedule and timer deliveries stop.
+    pub paused: Cell<bool>,
 }
 
 impl Shard {
@@ -70,6 +78,7 @@ impl Shard {
         topics: Arc<TopicSnapshot>,
         subs: Arc<SubscriptionSnapshot>,
         meta: Option<Metadata>,
+        delay_progress: BTreeMap<i32, i64>,
     ) -> Shard {
         let queues = cqs
             .into_iter()
@@ -99,8 +108,12 @@ impl Shard {
             conns: RefCell::new(HashMap::new()),
             meta: meta.map(RefCell::new),
             uniq: RefCell::new(UniqKeyGenerator::new(ctx.store_host.ip())),
+            delay_progress: RefCell::new(delay_progress),
+            timer: RefCell::new(None),
             next_conn: Cell::new(1),
+            round_robin: Cell::new(0),
             stopping: Cell::new(false),
+            paused: Cell::new(false),
             ctx,
         }
     }
@@ -110,6 +123,13 @@ impl Shard {
         let n = self.next_conn.get();
         self.next_conn.set(n + 1);
         ((self.id as u64) << 48) | n
+    }
+
+    /// A per-shard counter for spreading sends that let the broker pick the queue.
+    pub fn next_round_robin(&self) -> u64 {
+        let n = self.round_robin.get();
+        self.round_robin.set(n.wrapping_add(1));
+        n
     }
 
     /// The shard owning (topic, queue_id).

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use crate::broker::handler::BrokerHandler;
 use crate::broker::metadata::Metadata;
+use crate::broker::schedule::{self, DelayLevels, SCHEDULE_TOPIC};
 use crate::broker::shard::{BrokerContext, OffsetTable};
-use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, Shard};
+use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, timer, Shard};
 use crate::config::BrokerConfig;
 use crate::constants::{IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, OUTBOX_CAPACITY, SHARD_MAILBOX_CAPACITY};
 use crate::remoting::connection::{serve, ConnLimits};
@@ -85,6 +86,8 @@ struct ShardParts {
     cqs: Vec<ConsumeQueue>,
     offsets: OffsetTable,
     meta: Option<Metadata>,
+    delay_progress: std::collections::BTreeMap<i32, i64>,
+    timer_progress: timer::TimerProgress,
 }
 
 fn shard_count(cfg: &BrokerConfig) -> usize {
@@ -94,13 +97,19 @@ fn shard_count(cfg: &BrokerConfig) -> usize {
     runtime::available_cores().saturating_sub(1).max(1)
 }
 
-fn bind_all(addr: SocketAddr, n: usize) -> Result<(SocketAddr, Vec<std::net::TcpListener>), StartError> {
+fn bind_all(
+    addr: SocketAddr,
+    n: usize,
+) -> Result<(SocketAddr, Vec<std::net::TcpListener>), StartError> {
     let err = |source| StartError::Listen { addr, source };
     let first = bind_reuseport(addr).map_err(err)?;
     let actual = first.local_addr().map_err(err)?;
     let mut all = vec![first];
     for _ in 1..n {
-        all.push(bind_reuseport(actual).map_err(|source| StartError::Listen { addr: actual, source })?);
+        all.push(bind_reuseport(actual).map_err(|source| StartError::Listen {
+            addr: actual,
+            source,
+        })?);
     }
     Ok((actual, all))
 }
@@ -130,16 +139,34 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let store_host = cfg.store_host(listen_addr.port());
     let (meshes, receivers) = Mesh::<Shard>::new(n, SHARD_MAILBOX_CAPACITY);
     let senders: Vec<_> = (0..n).map(|i| meshes[0].sender(i)).collect();
-    let (writer_parts, cqs) = opened.into_parts();
+    let (writer_parts, cqs) = writer::WriterParts::from_opened(opened);
+    let mut store_cfg = cfg.store.clone();
+    if cfg.pin_cores && runtime::available_cores() > 1 {
+        // The writer gets the last core; shards take the others.
+        store_cfg.writer_core = Some(runtime::available_cores() - 1);
+    }
     let writer = writer::spawn_writer(
         writer_parts,
-        &cfg.store,
+        &store_cfg,
         Box::new(ShardDispatcher {
             senders: senders.clone(),
         }),
-        cfg.pin_cores.then(|| runtime::available_cores().saturating_sub(1)),
     )?;
+    let delay_levels = DelayLevels::parse(&cfg.message_delay_level).map_err(|reason| {
+        crate::config::ConfigError::Invalid {
+            key: "messageDelayLevel".into(),
+            value: cfg.message_delay_level.clone(),
+            reason,
+        }
+    })?;
+    let mut delay_split: Vec<std::collections::BTreeMap<i32, i64>> = vec![Default::default(); n];
+    for (level, off) in schedule::load_progress(&cfg.store.store_path_root_dir) {
+        if level >= 1 {
+            delay_split[owner_of(SCHEDULE_TOPIC, (level - 1) as u32, n)].insert(level, off);
+        }
+    }
     let ctx = Arc::new(BrokerContext {
+        delay_levels,
         store_host,
         writer: writer.clone_sender(),
         shard_count: n,
@@ -153,11 +180,14 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     }
     let offsets_split = offsets::load(&cfg.store.store_path_root_dir, n);
     let mut meta = Some(Metadata::load(&cfg));
+    let timer_owner = owner_of(timer::TIMER_TOPIC, timer::TIMER_QUEUE, n);
+    let mut timer_progress = Some(timer::load_progress(&cfg.store.store_path_root_dir));
     let mut parts = Vec::new();
-    for (i, ((mesh, rx), (cqs, offsets))) in meshes
+    for (i, (((mesh, rx), (cqs, offsets)), delay_progress)) in meshes
         .into_iter()
         .zip(receivers)
         .zip(cq_split.into_iter().zip(offsets_split))
+        .zip(delay_split)
         .enumerate()
     {
         let mut listeners = vec![(main_listeners.remove(0), false)];
@@ -171,6 +201,12 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             cqs,
             offsets,
             meta: if i == 0 { meta.take() } else { None },
+            delay_progress,
+            timer_progress: if i == timer_owner {
+                timer_progress.take().unwrap_or_default()
+            } else {
+                timer::TimerProgress::default()
+            },
         }));
     }
     let parts = Arc::new(Mutex::new(parts));
@@ -206,7 +242,12 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
 
 async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     let is_meta = p.meta.is_some();
-    let topics = Arc::new(p.meta.as_ref().map(|m| m.topic_snapshot()).unwrap_or_default());
+    let topics = Arc::new(
+        p.meta
+            .as_ref()
+            .map(|m| m.topic_snapshot())
+            .unwrap_or_default(),
+    );
     let shard = Rc::new(Shard::new(
         i,
         p.mesh,
@@ -216,7 +257,10 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         topics,
         Arc::default(),
         p.meta,
+        p.delay_progress,
     ));
+    schedule::start(&shard);
+    timer::start(&shard, p.timer_progress);
     if is_meta {
         admin::topics_changed(&shard);
         runtime::spawn(register::run(shard.clone()));
@@ -272,11 +316,30 @@ async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
 /// Shard 0 housekeeping: persist offsets every 5 s, expire silent channels every 10 s.
 async fn periodic_meta(s0: Rc<Shard>) {
     let mut last_offsets: Vec<u8> = Vec::new();
+    let mut last_delay: Vec<u8> = Vec::new();
+    let mut last_timer: Vec<u8> = Vec::new();
     let mut tick = 0u64;
     while !s0.stopping.get() {
         runtime::sleep(Duration::from_secs(5)).await;
         tick += 1;
         let bytes = offsets::gather(&s0).await;
+        let delay = schedule::gather(&s0).await;
+        if delay != last_delay {
+            admin::persist_in_background(
+                schedule::delay_offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
+                delay.clone(),
+            );
+            last_delay = delay;
+        }
+        if let Some(t) = gather_timer(&s0).await {
+            if t != last_timer {
+                admin::persist_in_background(
+                    timer::progress_path(&s0.ctx.cfg.store.store_path_root_dir),
+                    t.clone(),
+                );
+                last_timer = t;
+            }
+        }
         if bytes != last_offsets {
             admin::persist_in_background(
                 offsets::offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
@@ -284,11 +347,24 @@ async fn periodic_meta(s0: Rc<Shard>) {
             );
             last_offsets = bytes;
         }
-        if tick % 2 == 0 {
+        if tick.is_multiple_of(2) {
             clients::expire_channels(&s0);
             s0.flush_queues();
         }
     }
+}
+
+/// The timer owner's progress bytes.
+async fn gather_timer(s0: &Rc<Shard>) -> Option<Vec<u8>> {
+    let owner = timer::owner(s0);
+    if owner == s0.id {
+        return timer::progress_bytes(s0);
+    }
+    s0.mesh
+        .call(owner, |s| async move { timer::progress_bytes(&s) })
+        .await
+        .ok()
+        .flatten()
 }
 
 impl BrokerHandle {
@@ -299,14 +375,42 @@ impl BrokerHandle {
         let job: Job<Shard> = Box::new(move |s0: &Rc<Shard>| {
             let s0 = s0.clone();
             runtime::spawn(async move {
+                // Stop delayed and timed deliveries everywhere, let one in flight finish, then
+                // record progress: nothing recorded as pending was already delivered.
+                for i in 0..s0.mesh.len() {
+                    let _ = s0
+                        .mesh
+                        .post(i, Box::new(|s: &Rc<Shard>| s.paused.set(true)));
+                }
+                runtime::sleep(Duration::from_millis(300)).await;
                 let bytes = offsets::gather(&s0).await;
+                let delay = schedule::gather(&s0).await;
+                let timer_bytes = gather_timer(&s0).await;
                 let root = s0.ctx.cfg.store.store_path_root_dir.clone();
                 let (topics, topics_path, groups, groups_path) = {
                     let m = s0.meta().borrow();
-                    (m.topics_file_bytes(), m.topics_path(), m.groups_file_bytes(), m.groups_path())
+                    (
+                        m.topics_file_bytes(),
+                        m.topics_path(),
+                        m.groups_file_bytes(),
+                        m.groups_path(),
+                    )
                 };
                 let res = runtime::spawn_blocking(move || {
-                    crate::broker::metadata::write_config_file(&offsets::offsets_path(&root), &bytes)?;
+                    crate::broker::metadata::write_config_file(
+                        &offsets::offsets_path(&root),
+                        &bytes,
+                    )?;
+                    crate::broker::metadata::write_config_file(
+                        &schedule::delay_offsets_path(&root),
+                        &delay,
+                    )?;
+                    if let Some(t) = &timer_bytes {
+                        crate::broker::metadata::write_config_file(
+                            &timer::progress_path(&root),
+                            t,
+                        )?;
+                    }
                     crate::broker::metadata::write_config_file(&topics_path, &topics)?;
                     crate::broker::metadata::write_config_file(&groups_path, &groups)
                 })

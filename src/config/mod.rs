@@ -199,7 +199,7 @@ impl BrokerConfig {
             "mappedFileSizeCommitLog" => s.mapped_file_size_commit_log = num(key, value)?,
             "mappedFileSizeConsumeQueue" => {
                 let v: u64 = num(key, value)?;
-                if v == 0 || v % 20 != 0 {
+                if v == 0 || !v.is_multiple_of(20) {
                     return Err(invalid(key, value, "must be a positive multiple of 20"));
                 }
                 s.mapped_file_size_consume_queue = v;
@@ -245,7 +245,11 @@ impl BrokerConfig {
             ));
         }
         if self.broker_name.is_empty() || self.broker_cluster_name.is_empty() {
-            return Err(invalid("brokerName", &self.broker_name, "must not be empty"));
+            return Err(invalid(
+                "brokerName",
+                &self.broker_name,
+                "must not be empty",
+            ));
         }
         Ok(())
     }
@@ -273,9 +277,15 @@ mod tests {
         assert_eq!(cfg.broker_cluster_name, "C1");
         assert_eq!(cfg.listen_addr.port(), 20911);
         assert_eq!(cfg.fast_listen_port, 20909);
-        assert!(matches!(cfg.store.flush_disk_type, FlushDiskType::SyncFlush));
+        assert!(matches!(
+            cfg.store.flush_disk_type,
+            FlushDiskType::SyncFlush
+        ));
         assert_eq!(cfg.namesrv_addr.len(), 2);
-        assert_eq!(cfg.unknown.get("deleteWhen").map(String::as_str), Some("04"));
+        assert_eq!(
+            cfg.unknown.get("deleteWhen").map(String::as_str),
+            Some("04")
+        );
     }
 
     /// A malformed value names its key.
@@ -284,7 +294,10 @@ mod tests {
         let mut cfg = BrokerConfig::default();
         let err = cfg.set("listenPort", "abc").unwrap_err().to_string();
         assert!(err.contains("listenPort"), "{err}");
-        let err = cfg.set("flushDiskType", "SOMETIMES").unwrap_err().to_string();
+        let err = cfg
+            .set("flushDiskType", "SOMETIMES")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("ASYNC_FLUSH"), "{err}");
     }
 }

@@ -8,6 +8,7 @@
 //! broker and name-server handlers, config-file persistence and the load generator.
 
 mod fastjson;
+mod register_compressed;
 #[cfg(test)]
 mod tests;
 
@@ -16,6 +17,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use fastjson::{from_json, to_fastjson_legacy, to_json};
+pub use register_compressed::{
+    decode_register_broker_body, decode_topic_config, encode_register_broker_body_compressed,
+    encode_topic_config,
+};
 
 /// Reads `null` as the type's default (rocketmq-rust may emit nulls where fastjson omits).
 fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>

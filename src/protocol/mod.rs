@@ -49,3 +49,34 @@ pub enum ProtocolError {
     #[error("cannot encode: {0}")]
     Unencodable(String),
 }
+
+impl ProtocolError {
+    /// True when the byte stream itself is unusable (bad length prefix, undecodable header),
+    /// so the connection must be closed as Java's decoder does; false for field and body
+    /// errors, which are answered with a response code on a healthy connection.
+    pub fn is_connection_fatal(&self) -> bool {
+        matches!(
+            self,
+            ProtocolError::FrameTooLarge { .. }
+                | ProtocolError::BadFrame(_)
+                | ProtocolError::BadHeader(_)
+                | ProtocolError::UnknownSerializeType(_)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProtocolError;
+
+    /// Stream-level errors close the connection; field and body errors do not.
+    #[test]
+    fn fatal_classification() {
+        assert!(ProtocolError::FrameTooLarge { len: 1, max: 0 }.is_connection_fatal());
+        assert!(ProtocolError::BadHeader("x".into()).is_connection_fatal());
+        assert!(ProtocolError::UnknownSerializeType(9).is_connection_fatal());
+        assert!(!ProtocolError::MissingField("topic").is_connection_fatal());
+        assert!(!ProtocolError::BadBody("x".into()).is_connection_fatal());
+        assert!(!ProtocolError::Unencodable("x".into()).is_connection_fatal());
+    }
+}

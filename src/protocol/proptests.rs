@@ -7,7 +7,10 @@ use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 
 use super::batch::{decode_batch, encode_batch, BatchEntry};
-use super::body::{from_json, HeartbeatData, TopicRouteData};
+use super::body::{
+    from_json, to_fastjson_legacy, to_json, ConsumerOffsetSerializeWrapper, HeartbeatData,
+    TopicRouteData,
+};
 use super::frame::split_frame;
 use super::{msg_id, properties, RemotingCommand, SerializeType};
 
@@ -130,5 +133,17 @@ proptest! {
         for (k, v) in &pairs {
             prop_assert_eq!(properties::get(&s, k), Some(v.as_str()));
         }
+    }
+
+    /// Legacy (unquoted integer keys) and strict output both parse back to the same value,
+    /// whatever the string keys contain (braces, colons, digits, quotes, escapes).
+    #[test]
+    fn legacy_json_round_trips(table in proptest::collection::btree_map(
+        "[0-9{}:,\"\\ a-z@\u{1}]{0,12}",
+        proptest::collection::btree_map(any::<i32>(), any::<i64>(), 0..4),
+        0..4)) {
+        let w = ConsumerOffsetSerializeWrapper { offset_table: table, ..Default::default() };
+        prop_assert_eq!(&from_json::<ConsumerOffsetSerializeWrapper>(&to_fastjson_legacy(&w)).unwrap(), &w);
+        prop_assert_eq!(&from_json::<ConsumerOffsetSerializeWrapper>(&to_json(&w)).unwrap(), &w);
     }
 }

@@ -52,14 +52,22 @@ pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
 pub trait Handler: 'static {
     /// Handles one request; the response (if any) is pushed to `conn.outbox` by the handler or
     /// returned here.
-    fn handle(self: Rc<Self>, conn: ConnInfo, cmd: RemotingCommand) -> LocalFuture<Option<Outbound>>;
+    fn handle(
+        self: Rc<Self>,
+        conn: ConnInfo,
+        cmd: RemotingCommand,
+    ) -> LocalFuture<Option<Outbound>>;
 
     /// The connection closed (peer gone, error, or shutdown).
     fn closed(self: Rc<Self>, conn: &ConnInfo);
 
     /// Reads commit-log ranges for zero-copy bodies: returns an fd the caller may use for the
     /// duration of one sendfile (the caller closes it) and the byte offset in that file.
-    fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<(std::os::fd::OwnedFd, u64)>;
+    fn open_range(
+        &self,
+        phy_offset: u64,
+        size: u32,
+    ) -> std::io::Result<(std::os::fd::OwnedFd, u64)>;
 }
 
 /// Encodes a command into a frame, logging (not panicking) if it cannot be encoded.

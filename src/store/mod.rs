@@ -5,8 +5,25 @@
 //! ConsumeQueue only by the shard that owns its (topic, queue id); readers on shards map
 //! segments read-only and touch only bytes the writer has published.
 
+pub mod allocator;
+pub mod commit_log;
+pub mod config;
 pub mod consume_queue;
 pub mod error;
+pub mod fault;
+pub mod files;
 pub mod index_file;
+pub mod mapped_file;
+pub mod reader;
+pub mod recovery;
+pub mod retention;
 
+pub use consume_queue::{list_queues, ConsumeQueue, CqUnit, CQ_UNIT_SIZE};
+pub use index_file::IndexService;
+
+pub use commit_log::CommitLog;
+pub use config::{FlushDiskType, StoreConfig};
 pub use error::StoreError;
+pub use files::Checkpoint;
+pub use reader::CommitLogReader;
+pub use recovery::{open, OpenedStore};

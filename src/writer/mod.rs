@@ -1,1 +1,257 @@
-//! placeholder, filled by its owner.
+//! The CommitLog writer: one dedicated std thread ("ringmq-writer", optionally pinned) that is
+//! the only mutator of the commit log. It is the sequencer: it assigns physical and queue
+//! offsets, copies records into the mapped segment, applies the flush policy, dispatches the
+//! new consume-queue units, replies, then indexes keys.
+//!
+//! Callers: shards hold a `WriterSender` and call `try_append` (never blocks; a full inbox is
+//! SYSTEM_BUSY for the caller); the runtime owns the `WriterHandle` and calls `shutdown`.
+//! Invariants: replies happen after the write and, for SYNC_FLUSH + wait_flush, after the
+//! fdatasync covering the record; dispatch of a batch precedes its replies; `max_phy_offset`
+//! is published before dispatch and never covers bytes a failed batch wrote.
+
+mod core;
+mod flusher;
+pub mod testkit;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, Sender, TrySendError};
+
+use crate::constants::WRITER_INBOX_CAPACITY;
+use crate::store::{
+    Checkpoint, CommitLog, ConsumeQueue, CqUnit, IndexService, OpenedStore, StoreConfig, StoreError,
+};
+
+/// One encoded record to append.
+pub struct AppendRecord {
+    pub topic: String,
+    pub queue_id: u32,
+    pub tags_code: i64,
+    /// Index keys: KEYS split on ' ' plus UNIQ_KEY.
+    pub keys: Vec<String>,
+    /// False for prepared/rollback transaction records: no queue offset, no consume-queue unit.
+    pub dispatch: bool,
+    /// Encoded by `protocol::message::encode`, offsets zero.
+    pub bytes: bytes::BytesMut,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendStatus {
+    PutOk,
+    FlushDiskTimeout,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppendOutcome {
+    pub status: AppendStatus,
+    pub phy_offsets: Vec<u64>,
+    /// Queue offset per record (0 for records with dispatch = false).
+    pub queue_offsets: Vec<u64>,
+    pub store_timestamp: i64,
+}
+
+pub type AppendReply = Box<dyn FnOnce(Result<AppendOutcome, StoreError>) + Send>;
+
+pub struct AppendRequest {
+    pub records: Vec<AppendRecord>,
+    pub wait_flush: bool,
+    pub reply: AppendReply,
+}
+
+/// What became visible: one unit per dispatched record, in commit-log order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DispatchUnit {
+    pub topic: String,
+    pub queue_id: u32,
+    pub queue_offset: u64,
+    pub unit: CqUnit,
+    pub store_timestamp: i64,
+}
+
+pub trait Dispatcher: Send + 'static {
+    fn dispatch(&mut self, units: Vec<DispatchUnit>);
+}
+
+/// The parts of an opened store the writer thread takes over.
+pub struct WriterParts {
+    pub commit_log: CommitLog,
+    pub index: Option<IndexService>,
+    pub queue_offsets: HashMap<(String, u32), u64>,
+    pub checkpoint: Checkpoint,
+}
+
+impl WriterParts {
+    /// Splits an opened store: writer parts, and the consume queues for the shards.
+    pub fn from_opened(o: OpenedStore) -> (WriterParts, Vec<ConsumeQueue>) {
+        let parts = WriterParts {
+            commit_log: o.commit_log,
+            index: o.index,
+            queue_offsets: o.queue_offsets,
+            checkpoint: o.checkpoint,
+        };
+        (parts, o.consume_queues)
+    }
+}
+
+enum Msg {
+    Append(AppendRequest),
+    /// Drain, flush, checkpoint, remove the abort file, exit.
+    Shutdown,
+    /// Exit at once without flushing or removing the abort file (simulated crash for tests).
+    Abandon,
+}
+
+/// Frontiers the writer publishes for other threads.
+#[derive(Debug, Default)]
+struct Published {
+    max_phy: AtomicU64,
+    min_phy: AtomicU64,
+    writable: AtomicBool,
+}
+
+/// Cheap Clone + Send handle for shards.
+#[derive(Clone)]
+pub struct WriterSender {
+    tx: Sender<Msg>,
+    published: Arc<Published>,
+}
+
+impl WriterSender {
+    /// Never blocks: the request comes back when the inbox is full or the writer stopped.
+    pub fn try_append(&self, req: AppendRequest) -> Result<(), AppendRequest> {
+        match self.tx.try_send(Msg::Append(req)) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(m)) | Err(TrySendError::Disconnected(m)) => match m {
+                Msg::Append(r) => Err(r),
+                Msg::Shutdown | Msg::Abandon => unreachable!("only appends are sent here"),
+            },
+        }
+    }
+    /// The published end of the commit log.
+    pub fn max_phy_offset(&self) -> u64 {
+        self.published.max_phy.load(Ordering::Acquire)
+    }
+    /// The first byte still in the commit log (retention moves it).
+    pub fn min_phy_offset(&self) -> u64 {
+        self.published.min_phy.load(Ordering::Acquire)
+    }
+    /// False while appends are refused (disk past the hard limit, or an async flush failed).
+    pub fn is_writable(&self) -> bool {
+        self.published.writable.load(Ordering::Acquire)
+    }
+}
+
+pub struct WriterHandle {
+    sender: WriterSender,
+    published: Arc<Published>,
+    thread: Option<JoinHandle<Result<(), StoreError>>>,
+}
+
+impl WriterHandle {
+    pub fn try_append(&self, req: AppendRequest) -> Result<(), AppendRequest> {
+        self.sender.try_append(req)
+    }
+    pub fn max_phy_offset(&self) -> u64 {
+        self.published.max_phy.load(Ordering::Acquire)
+    }
+    pub fn min_phy_offset(&self) -> u64 {
+        self.published.min_phy.load(Ordering::Acquire)
+    }
+    /// False while appends are refused (disk past the hard limit, or an async flush failed).
+    pub fn is_writable(&self) -> bool {
+        self.published.writable.load(Ordering::Acquire)
+    }
+    pub fn clone_sender(&self) -> WriterSender {
+        self.sender.clone()
+    }
+
+    /// Drains the inbox, flushes, writes the checkpoint, removes the abort file, joins.
+    pub fn shutdown(mut self) -> Result<(), StoreError> {
+        self.stop(Msg::Shutdown)
+    }
+
+    /// Stops the thread without a clean shutdown (no final flush, abort file stays): what a
+    /// crash leaves behind, minus the page cache loss. For tests.
+    pub fn abandon(mut self) -> Result<(), StoreError> {
+        self.stop(Msg::Abandon)
+    }
+
+    fn stop(&mut self, msg: Msg) -> Result<(), StoreError> {
+        let Some(t) = self.thread.take() else {
+            return Ok(());
+        };
+        // A send error means the thread is already gone; join reports why.
+        let _sent = self.sender.tx.send(msg);
+        match t.join() {
+            Ok(r) => r,
+            Err(_) => Err(StoreError::NotWritable("writer thread panicked".into())),
+        }
+    }
+}
+
+impl Drop for WriterHandle {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop(Msg::Abandon) {
+            tracing::error!(error = %e, "writer stopped with an error");
+        }
+    }
+}
+
+/// Starts the writer thread over an opened store.
+pub fn spawn_writer(
+    store: WriterParts,
+    cfg: &StoreConfig,
+    dispatcher: Box<dyn Dispatcher>,
+) -> Result<WriterHandle, StoreError> {
+    let (tx, rx) = bounded(WRITER_INBOX_CAPACITY);
+    let published = Arc::new(Published::default());
+    published
+        .max_phy
+        .store(store.commit_log.max_phy_offset(), Ordering::Release);
+    published
+        .min_phy
+        .store(store.commit_log.min_phy_offset(), Ordering::Release);
+    published.writable.store(true, Ordering::Release);
+    let mut core = core::WriterCore::new(store, cfg.clone(), dispatcher, published.clone())?;
+    let pin = cfg.writer_core;
+    let thread = std::thread::Builder::new()
+        .name("ringmq-writer".into())
+        .spawn(move || {
+            if let Some(cpu) = pin {
+                pin_to_cpu(cpu);
+            }
+            core.run(rx)
+        })
+        .map_err(|e| StoreError::io(&cfg.store_path_root_dir, e))?;
+    Ok(WriterHandle {
+        sender: WriterSender {
+            tx,
+            published: published.clone(),
+        },
+        published,
+        thread: Some(thread),
+    })
+}
+
+fn pin_to_cpu(cpu: usize) {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        tracing::warn!(cpu, "writer core index out of range; not pinning");
+        return;
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (cpu is bounds-checked by the
+    // libc macro against CPU_SETSIZE); sched_setaffinity(0) affects only this thread.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        tracing::warn!(cpu, error = %std::io::Error::last_os_error(), "pinning the writer failed");
+    }
+}
+
+#[cfg(test)]
+mod tests;

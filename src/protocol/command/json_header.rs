@@ -33,7 +33,9 @@ struct JsonHeaderIn {
     ext_fields: Option<ExtFields>,
 }
 
-/// Field order is alphabetical because fastjson sorts, so our bytes look like Java's.
+/// Field order is alphabetical because fastjson sorts, so our bytes look like Java's (and hit
+/// rocketmq-rust's fast "Java layout" parser). `language` and `serializeTypeCurrentRPC` must be
+/// present: rocketmq-rust treats both as required.
 #[derive(Serialize)]
 struct JsonHeaderOut<'a> {
     code: i32,

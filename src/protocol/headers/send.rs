@@ -112,6 +112,11 @@ impl SendMessageRequestHeader {
         self.write_names(cmd, &SEND_V1_NAMES);
     }
 
+    /// Same as `write_to_v2`: what Java and Rust clients send by default.
+    pub fn write_to(&self, cmd: &mut RemotingCommand) {
+        self.write_to_v2(cmd);
+    }
+
     /// Short names, for SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320).
     pub fn write_to_v2(&self, cmd: &mut RemotingCommand) {
         self.write_names(cmd, &SEND_V2_NAMES);

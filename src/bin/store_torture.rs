@@ -1,0 +1,70 @@
+//! Crash-test driver (child process of tests/store_crash.rs): opens the store at argv[1] with
+//! SYNC_FLUSH and small segments, appends records with deterministic content from several
+//! threads, and prints `ACK <phy> <queue_offset> <seed>` only after the writer's reply (i.e.
+//! after the fdatasync covering the record). It runs until killed.
+//!
+//! Record content is a pure function of the seed (`expected_body`), duplicated in the test.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use ringmq::store::{open, FlushDiskType, StoreConfig};
+use ringmq::writer::testkit::{append_wait, record, CqDispatcher};
+use ringmq::writer::{spawn_writer, WriterParts};
+
+/// Deterministic body for a seed: length 1..=3000, bytes from a xorshift stream.
+fn expected_body(seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let len = 1 + (next() % 3000) as usize;
+    (0..len).map(|_| next() as u8).collect()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let root = PathBuf::from(args.next().expect("usage: store_torture <dir> [threads]"));
+    let threads: u64 = args.next().map_or(4, |s| s.parse().expect("threads"));
+    let cfg = StoreConfig {
+        mapped_file_size_commit_log: 1 << 20,
+        max_message_size: 64 << 10,
+        flush_disk_type: FlushDiskType::SyncFlush,
+        ..StoreConfig::with_root(&root)
+    };
+    let opened = open(&cfg).expect("open store");
+    let (parts, cqs) = WriterParts::from_opened(opened);
+    let dispatcher = CqDispatcher::new(root.clone(), cfg.mapped_file_size_consume_queue, cqs);
+    let writer = spawn_writer(parts, &cfg, Box::new(dispatcher)).expect("spawn writer");
+    // Seeds must not repeat across restarts: start from the wall clock in microseconds.
+    let base = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_micros() as u64;
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let s = writer.clone_sender();
+        handles.push(std::thread::spawn(move || {
+            for i in 0u64.. {
+                let seed = (base << 8) + i * threads + t;
+                let body = expected_body(seed);
+                let qid = (t % 4) as u32;
+                let out =
+                    append_wait(&s, vec![record("TORTURE", qid, &body, "")], true).expect("append");
+                let mut so = std::io::stdout().lock();
+                writeln!(
+                    so,
+                    "ACK {} {} {} {}",
+                    out.phy_offsets[0], out.queue_offsets[0], qid, seed
+                )
+                .expect("stdout");
+            }
+        }));
+    }
+    for h in handles {
+        h.join().expect("appender thread");
+    }
+}

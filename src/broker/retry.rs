@@ -1,0 +1,107 @@
+//! CONSUMER_SEND_MSG_BACK (36): a consumer failed a message; store it again in
+//! `%RETRY%<group>` with delay level `3 + reconsumeTimes` (or the requested level), or in
+//! `%DLQ%<group>` once `maxReconsumeTimes` is reached or the level is negative (PROTOCOL 2.7).
+
+use std::rc::Rc;
+
+use crate::broker::clients::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use crate::broker::send::{append, build_record, ensure_topic, Outgoing};
+use crate::broker::{BrokerError, Shard};
+use crate::protocol::codes::response_code as rc;
+use crate::protocol::headers::ConsumerSendMsgBackRequestHeader;
+use crate::protocol::message;
+use crate::protocol::msg_id::offset_msg_id;
+use crate::protocol::properties::{self, keys};
+use crate::protocol::RemotingCommand;
+
+/// Smallest stored record: the fixed fields alone.
+const MIN_RECORD: u32 = 91;
+
+pub async fn send_msg_back(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let h = ConsumerSendMsgBackRequestHeader::from_command(cmd)?;
+    if h.offset < 0 {
+        return Err(BrokerError::InvalidParameter(format!(
+            "offset {} is negative",
+            h.offset
+        )));
+    }
+    let phy = h.offset as u64;
+    // Read the original record (its size is its first field).
+    let original = {
+        let mut reader = shard.reader.borrow_mut();
+        let head = reader.read(phy, 4)?;
+        let size = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        if size < MIN_RECORD || size as usize > shard.ctx.cfg.store.max_message_size + 64 * 1024 {
+            return Err(BrokerError::System(format!(
+                "look message by offset failed, {phy}"
+            )));
+        }
+        let bytes = reader.read(phy, size)?;
+        let r = message::decode(bytes, true).map_err(|e| {
+            BrokerError::System(format!("look message by offset failed, {phy}: {e}"))
+        })?;
+        (
+            r.topic.to_string(),
+            r.body.to_vec(),
+            r.flag,
+            r.sys_flag,
+            r.born_timestamp,
+            r.born_host,
+            r.reconsume_times,
+            properties::parse(r.properties),
+        )
+    };
+    let (orig_topic, body, flag, sys_flag, born_ts, born_host, reconsume, mut props) = original;
+    let max = h
+        .max_reconsume_times
+        .filter(|m| *m >= 0)
+        .unwrap_or(shard.ctx.cfg.max_reconsume_times);
+    let to_dlq = reconsume >= max || h.delay_level < 0;
+    let (topic, queue_id) = if to_dlq {
+        (format!("{DLQ_GROUP_TOPIC_PREFIX}{}", h.group), 0)
+    } else {
+        (format!("{RETRY_GROUP_TOPIC_PREFIX}{}", h.group), 0)
+    };
+    ensure_topic(&shard, &topic, "", 1).await?;
+    if !props.iter().any(|(k, _)| k == keys::RETRY_TOPIC) {
+        props.push((keys::RETRY_TOPIC.into(), orig_topic.clone()));
+    }
+    if !props.iter().any(|(k, _)| k == keys::ORIGIN_MESSAGE_ID) {
+        let origin = h
+            .origin_msg_id
+            .clone()
+            .unwrap_or_else(|| offset_msg_id(shard.ctx.store_host, h.offset));
+        props.push((keys::ORIGIN_MESSAGE_ID.into(), origin));
+    }
+    props.retain(|(k, _)| k != keys::DELAY);
+    if !to_dlq {
+        let level = if h.delay_level == 0 {
+            3 + reconsume
+        } else {
+            h.delay_level
+        };
+        props.push((keys::DELAY.into(), level.to_string()));
+    }
+    let record = build_record(
+        &shard,
+        Outgoing {
+            topic: &topic,
+            queue_id,
+            flag,
+            sys_flag,
+            born_timestamp: born_ts,
+            born_host,
+            reconsume_times: reconsume + 1,
+            body: &body,
+            props,
+        },
+    )?;
+    append(&shard, vec![record], true).await?;
+    if to_dlq {
+        tracing::info!(group = %h.group, topic = %orig_topic, reconsume, "message moved to the dead-letter queue");
+    }
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}

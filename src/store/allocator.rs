@@ -1,0 +1,102 @@
+//! Segment allocator: a helper thread ("ringmq-prealloc") that creates and fallocates the NEXT
+//! commit-log segment ahead of need, so the writer never waits on file creation in steady state.
+//!
+//! Owned by the `CommitLog`. Protocol: `request(start)` asks for the segment at `start` (at most
+//! one outstanding); `take(start)` returns it, waiting only if it is not ready yet. An allocation
+//! error (ENOSPC -> DiskFull) is returned by `take`; the next `take` tries again.
+
+use std::path::PathBuf;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use crate::store::fault::FaultHook;
+use crate::store::mapped_file::MappedFile;
+use crate::store::StoreError;
+
+type Allocated = (u64, Result<MappedFile, StoreError>);
+
+pub struct SegmentAllocator {
+    dir: PathBuf,
+    size: u64,
+    fault: Option<FaultHook>,
+    warm: bool,
+    tx: Option<Sender<u64>>,
+    rx: Receiver<Allocated>,
+    pending: Option<u64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SegmentAllocator {
+    pub fn spawn(
+        dir: PathBuf,
+        size: u64,
+        fault: Option<FaultHook>,
+        warm: bool,
+    ) -> Result<Self, StoreError> {
+        // One request in flight at a time, so capacity 1 both ways is enough.
+        let (req_tx, req_rx) = bounded::<u64>(1);
+        let (res_tx, res_rx) = bounded::<Allocated>(1);
+        let (d, f) = (dir.clone(), fault.clone());
+        let thread = std::thread::Builder::new()
+            .name("ringmq-prealloc".into())
+            .spawn(move || {
+                for start in req_rx {
+                    let res = MappedFile::create(&d, start, size, f.as_ref(), warm);
+                    if res_tx.send((start, res)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| StoreError::io(&dir, e))?;
+        Ok(SegmentAllocator {
+            dir,
+            size,
+            fault,
+            warm,
+            tx: Some(req_tx),
+            rx: res_rx,
+            pending: None,
+            thread: Some(thread),
+        })
+    }
+
+    /// Starts allocating the segment at `start` in the background (no-op if one is pending).
+    pub fn request(&mut self, start: u64) {
+        if self.pending.is_some() {
+            return;
+        }
+        if let Some(tx) = &self.tx {
+            if tx.send(start).is_ok() {
+                self.pending = Some(start);
+            }
+        }
+    }
+
+    /// The segment at `start`: the preallocated one if ready, else allocated now.
+    pub fn take(&mut self, start: u64) -> Result<MappedFile, StoreError> {
+        if let Some(p) = self.pending.take() {
+            match self.rx.recv() {
+                Ok((s, res)) if s == start && p == start => return res,
+                Ok((_, Ok(other))) => drop(other), // wrong start: unused spare, keep the file
+                Ok((_, Err(_))) | Err(_) => {}
+            }
+        }
+        // Not requested (or the helper is gone): allocate synchronously on this thread.
+        MappedFile::create(&self.dir, start, self.size, self.fault.as_ref(), self.warm)
+    }
+}
+
+impl Drop for SegmentAllocator {
+    fn drop(&mut self) {
+        self.tx = None; // closes the request channel: the helper exits after its current job
+                        // Receiving until disconnect both unblocks a helper sending its last result and waits
+                        // for it to finish (its sender drops when it returns).
+        while self.rx.recv().is_ok() {}
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                tracing::error!("segment allocator thread panicked");
+            }
+        }
+    }
+}

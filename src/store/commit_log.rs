@@ -1,0 +1,353 @@
+//! CommitLog: the sequence of fixed-size segments holding stored-message records back to back
+//! (PROTOCOL.md 4.2), the write position and the flushed position.
+//!
+//! Owned and mutated only by the writer thread (loaded and truncated by `store::open` before the
+//! writer starts). Invariants: segments are contiguous (`start = first + i * size`); the write
+//! position lies strictly inside the active segment (a record is written only if 8 bytes remain
+//! after it, else a `[remaining][BLANK_MAGIC]` marker closes the segment); bytes past the write
+//! position are zero; segments after the active one are spare, all-zero, preallocated files.
+
+use std::path::{Path, PathBuf};
+
+use crate::protocol::message::{self, BLANK_MAGIC, BLANK_MARKER_LEN};
+use crate::store::allocator::SegmentAllocator;
+use crate::store::config::StoreConfig;
+use crate::store::fault::{FaultHook, FaultPoint};
+use crate::store::files::StoreLock;
+use crate::store::mapped_file::{parse_segment_name, sync_dir, MappedFile};
+use crate::store::StoreError;
+
+pub struct CommitLog {
+    dir: PathBuf,
+    segment_size: u64,
+    segments: Vec<MappedFile>,
+    active: usize,
+    wrote: u64,
+    flushed: u64,
+    max_record_len: usize,
+    fault: Option<FaultHook>,
+    warm: bool,
+    allocator: Option<SegmentAllocator>,
+    last_store_timestamp: i64,
+    flushed_store_timestamp: i64,
+    lock: Option<StoreLock>,
+}
+
+/// Where a batch started, so a failed batch can be undone (`CommitLog::rollback`).
+#[derive(Clone, Copy, Debug)]
+pub struct AppendMark {
+    wrote: u64,
+    active: usize,
+    last_store_timestamp: i64,
+}
+
+impl CommitLog {
+    /// Opens the segments under `<root>/commitlog` (PROTOCOL.md 4.6 step 1). The write position
+    /// is unknown until recovery calls `recover_to`.
+    pub fn load(cfg: &StoreConfig, lock: Option<StoreLock>) -> Result<Self, StoreError> {
+        let dir = cfg.commit_log_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        let size = cfg.mapped_file_size_commit_log;
+        let mut names = list_segments(&dir)?;
+        // A zero-length newest file is an interrupted creation: drop it.
+        if let Some(&(start, ref path)) = names.last() {
+            let len = std::fs::metadata(path)
+                .map_err(|e| StoreError::io(path, e))?
+                .len();
+            if len == 0 {
+                std::fs::remove_file(path).map_err(|e| StoreError::io(path, e))?;
+                tracing::warn!(start, "removed zero-length commit-log segment");
+                names.pop();
+            }
+        }
+        let mut segments = Vec::with_capacity(names.len());
+        for (i, (start, path)) in names.iter().enumerate() {
+            let expect = names[0].0 + i as u64 * size;
+            if *start % size != 0 || *start != expect {
+                return Err(StoreError::Corrupt {
+                    path: path.clone(),
+                    offset: 0,
+                    reason: format!(
+                        "segment start {start} breaks the sequence (expected {expect})"
+                    ),
+                });
+            }
+            segments.push(MappedFile::open(path, *start, size)?);
+        }
+        Ok(CommitLog {
+            dir,
+            segment_size: size,
+            segments,
+            active: 0,
+            wrote: 0,
+            flushed: 0,
+            max_record_len: cfg.max_record_len(),
+            fault: cfg.fault.clone(),
+            warm: cfg.warm_mapped_file,
+            allocator: None,
+            last_store_timestamp: 0,
+            flushed_store_timestamp: 0,
+            lock,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn segment_size(&self) -> u64 {
+        self.segment_size
+    }
+    pub fn segments(&self) -> &[MappedFile] {
+        &self.segments
+    }
+    /// Next byte to be written (= end of the last record).
+    pub fn max_phy_offset(&self) -> u64 {
+        self.wrote
+    }
+    pub fn flushed_phy_offset(&self) -> u64 {
+        self.flushed
+    }
+    pub fn min_phy_offset(&self) -> u64 {
+        self.segments.first().map_or(self.wrote, MappedFile::start)
+    }
+    /// Store timestamp of the newest record known durable.
+    pub fn flushed_store_timestamp(&self) -> i64 {
+        self.flushed_store_timestamp
+    }
+    pub fn dirty_bytes(&self) -> u64 {
+        self.wrote - self.flushed
+    }
+
+    /// Sets the write position to `end` after recovery: zeros the tail of its segment, deletes
+    /// segments past it, makes sure the active segment exists, starts the allocator.
+    pub fn recover_to(&mut self, end: u64, last_store_timestamp: i64) -> Result<(), StoreError> {
+        let first = self
+            .segments
+            .first()
+            .map_or(end - end % self.segment_size, MappedFile::start);
+        assert!(
+            end >= first,
+            "recovered end {end} below the first segment {first}"
+        );
+        let idx = ((end - first) / self.segment_size) as usize;
+        while self.segments.len() > idx + 1 {
+            let seg = self.segments.pop().expect("len checked");
+            let path = seg.path().to_path_buf();
+            drop(seg);
+            std::fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+            tracing::warn!(path = %path.display(), "deleted commit-log segment past the recovered end");
+        }
+        if self.segments.len() == idx + 1 {
+            let seg = &mut self.segments[idx];
+            let off = (end - seg.start()) as usize;
+            seg.zero_tail(off)?;
+            seg.sync_file()?;
+        } else {
+            let start = first + idx as u64 * self.segment_size;
+            self.segments.push(MappedFile::create(
+                &self.dir,
+                start,
+                self.segment_size,
+                self.fault.as_ref(),
+                self.warm,
+            )?);
+        }
+        sync_dir(&self.dir)?;
+        self.active = idx;
+        self.wrote = end;
+        self.flushed = end;
+        self.last_store_timestamp = last_store_timestamp;
+        self.flushed_store_timestamp = last_store_timestamp;
+        let mut alloc = SegmentAllocator::spawn(
+            self.dir.clone(),
+            self.segment_size,
+            self.fault.clone(),
+            self.warm,
+        )?;
+        alloc.request(self.segments[idx].end());
+        self.allocator = Some(alloc);
+        Ok(())
+    }
+
+    pub fn mark(&self) -> AppendMark {
+        AppendMark {
+            wrote: self.wrote,
+            active: self.active,
+            last_store_timestamp: self.last_store_timestamp,
+        }
+    }
+
+    /// Copies one encoded record to the write position and patches its offsets and store
+    /// timestamp in place; returns its physical offset. Closes the segment with a blank marker
+    /// and moves to the next one first when the record does not fit. On error the caller must
+    /// `rollback` to its mark.
+    pub fn append(
+        &mut self,
+        record: &[u8],
+        queue_offset: u64,
+        store_timestamp: i64,
+    ) -> Result<u64, StoreError> {
+        let len = record.len();
+        if len > self.max_record_len {
+            return Err(StoreError::MessageTooLarge {
+                size: len,
+                max: self.max_record_len,
+            });
+        }
+        match message::peek_total_size(record) {
+            Ok(total) if total as usize == len => {}
+            _ => return Err(StoreError::Invalid("append of a malformed record".into())),
+        }
+        assert!(self.allocator.is_some(), "append before recover_to");
+        let seg = &self.segments[self.active];
+        let pos = (self.wrote - seg.start()) as usize;
+        let remaining = seg.size() as usize - pos;
+        assert!(
+            remaining >= BLANK_MARKER_LEN,
+            "write position too close to the segment end"
+        );
+        if len + BLANK_MARKER_LEN > remaining {
+            let seg = &mut self.segments[self.active];
+            let buf = &mut seg.bytes_mut()[pos..pos + BLANK_MARKER_LEN];
+            buf[..4].copy_from_slice(&(remaining as u32).to_be_bytes());
+            buf[4..].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
+            self.wrote += remaining as u64;
+            self.roll()?;
+        }
+        let phy = self.wrote;
+        let seg = &mut self.segments[self.active];
+        let pos = (phy - seg.start()) as usize;
+        let dst = &mut seg.bytes_mut()[pos..pos + len];
+        dst.copy_from_slice(record);
+        message::patch(dst, queue_offset as i64, phy as i64, store_timestamp);
+        self.wrote += len as u64;
+        self.last_store_timestamp = store_timestamp;
+        Ok(phy)
+    }
+
+    fn roll(&mut self) -> Result<(), StoreError> {
+        let next_start = self.segments[self.active].end();
+        if self.active + 1 == self.segments.len() {
+            let alloc = self
+                .allocator
+                .as_mut()
+                .expect("allocator runs after recover_to");
+            let seg = alloc.take(next_start)?;
+            self.segments.push(seg);
+        }
+        self.active += 1;
+        let after = next_start + self.segment_size;
+        if let Some(alloc) = self.allocator.as_mut() {
+            alloc.request(after);
+        }
+        Ok(())
+    }
+
+    /// Undoes every byte written since `mark`: zeros it and moves the write position back, so a
+    /// failed batch leaves no partially counted record behind (later spare segments stay).
+    pub fn rollback(&mut self, mark: AppendMark) {
+        for seg in &mut self.segments[mark.active..=self.active] {
+            let from = mark.wrote.max(seg.start());
+            let to = self.wrote.min(seg.end());
+            if to > from {
+                let s = seg.start();
+                seg.zero_range((from - s) as usize, (to - s) as usize);
+            }
+        }
+        self.active = mark.active;
+        self.wrote = mark.wrote;
+        self.flushed = self.flushed.min(mark.wrote);
+        self.last_store_timestamp = mark.last_store_timestamp;
+    }
+
+    /// Makes every written byte durable (msync MS_SYNC per touched segment = fdatasync of the
+    /// range). Returns the new flushed position. Errors are never swallowed.
+    pub fn flush(&mut self) -> Result<u64, StoreError> {
+        if self.flushed == self.wrote {
+            return Ok(self.flushed);
+        }
+        let first = self.segments[0].start();
+        let path = self.dir.clone();
+        FaultHook::check(self.fault.as_ref(), FaultPoint::Flush)
+            .map_err(|e| StoreError::io(path, e))?;
+        let lo = ((self.flushed.max(first) - first) / self.segment_size) as usize;
+        for seg in &self.segments[lo..=self.active] {
+            let from = self.flushed.max(seg.start());
+            let to = self.wrote.min(seg.end());
+            if to > from {
+                seg.flush_range((from - seg.start()) as usize, (to - from) as usize)?;
+            }
+        }
+        self.flushed = self.wrote;
+        self.flushed_store_timestamp = self.last_store_timestamp;
+        Ok(self.flushed)
+    }
+
+    /// Handles on the files of the segments from the one holding `phy` to the active one, for
+    /// a flush on another thread (fdatasync on a file handle covers pages written via mmap).
+    pub fn files_from(&self, phy: u64) -> Result<Vec<std::fs::File>, StoreError> {
+        let first = self.segments[0].start();
+        let lo = ((phy.max(first) - first) / self.segment_size) as usize;
+        self.segments[lo.min(self.active)..=self.active]
+            .iter()
+            .map(MappedFile::try_clone_file)
+            .collect()
+    }
+
+    /// Store timestamp of the newest record written.
+    pub fn last_store_timestamp(&self) -> i64 {
+        self.last_store_timestamp
+    }
+
+    /// Bytes of `[phy, phy+size)` if fully written and inside one segment.
+    pub fn read(&self, phy: u64, size: u32) -> Result<&[u8], StoreError> {
+        let end = phy + u64::from(size);
+        if phy < self.min_phy_offset() || end > self.wrote {
+            return Err(StoreError::OffsetNotFound(phy));
+        }
+        let idx = ((phy - self.segments[0].start()) / self.segment_size) as usize;
+        let seg = &self.segments[idx];
+        if end > seg.end() {
+            return Err(StoreError::OffsetNotFound(phy));
+        }
+        let s = seg.start();
+        Ok(&seg.bytes()[(phy - s) as usize..(end - s) as usize])
+    }
+
+    /// Deletes the oldest segment if it is not the active one; returns its start.
+    pub fn delete_oldest_segment(&mut self) -> Result<Option<u64>, StoreError> {
+        if self.active == 0 {
+            return Ok(None);
+        }
+        let seg = self.segments.remove(0);
+        self.active -= 1;
+        let (start, path) = (seg.start(), seg.path().to_path_buf());
+        drop(seg);
+        std::fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+        sync_dir(&self.dir)?;
+        Ok(Some(start))
+    }
+
+    /// Gives up the store lock (clean shutdown, after the last flush).
+    pub fn release_lock(&mut self) -> Option<StoreLock> {
+        self.lock.take()
+    }
+}
+
+/// (start, path) of every segment file in `dir`, sorted by start.
+pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, StoreError> {
+    let mut out = Vec::new();
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(StoreError::io(dir, e)),
+    };
+    for entry in rd {
+        let entry = entry.map_err(|e| StoreError::io(dir, e))?;
+        if let Some(start) = entry.file_name().to_str().and_then(parse_segment_name) {
+            out.push((start, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,116 @@
+//! CommitLogReader: read-only view of commit-log segments for one shard (pull, query, view).
+//!
+//! Each shard owns one. Segments are opened by file name (20-digit start offset) and mapped
+//! read-only; a small LRU cache keeps the recently used ones. Invariant: callers ask only for
+//! ranges below the writer's published `max_phy_offset` (the reader cannot know the frontier
+//! itself); a deleted segment (retention) reads as `OffsetNotFound`.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+
+use memmap2::{Mmap, MmapOptions};
+
+use crate::constants::READER_CACHE_SEGMENTS;
+use crate::store::commit_log::list_segments;
+use crate::store::mapped_file::segment_file_name;
+use crate::store::StoreError;
+
+struct CachedSegment {
+    start: u64,
+    file: File,
+    map: Mmap,
+    last_use: u64,
+}
+
+pub struct CommitLogReader {
+    dir: PathBuf,
+    segment_size: u64,
+    cache: Vec<CachedSegment>,
+    tick: u64,
+}
+
+impl CommitLogReader {
+    pub fn new(store_root: &Path, segment_size: u64) -> Self {
+        assert!(segment_size > 0, "segment size must be positive");
+        CommitLogReader {
+            dir: store_root.join("commitlog"),
+            segment_size,
+            cache: Vec::with_capacity(READER_CACHE_SEGMENTS),
+            tick: 0,
+        }
+    }
+
+    fn segment(&mut self, phy_offset: u64, size: u32) -> Result<(usize, usize), StoreError> {
+        let start = phy_offset - phy_offset % self.segment_size;
+        let off = (phy_offset - start) as usize;
+        if phy_offset + u64::from(size) > start + self.segment_size {
+            return Err(StoreError::Invalid(format!(
+                "range {phy_offset}+{size} crosses a segment boundary"
+            )));
+        }
+        self.tick += 1;
+        if let Some(i) = self.cache.iter().position(|c| c.start == start) {
+            self.cache[i].last_use = self.tick;
+            return Ok((i, off));
+        }
+        let path = self.dir.join(segment_file_name(start));
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::OffsetNotFound(phy_offset))
+            }
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        // SAFETY: read-only map of a segment that is never truncated while the store runs;
+        // callers read only bytes below the published frontier, which the writer no longer
+        // changes (a rolled-back batch is never published).
+        let map = unsafe { MmapOptions::new().map(&file) }.map_err(|e| StoreError::io(&path, e))?;
+        if (map.len() as u64) < self.segment_size {
+            return Err(StoreError::Corrupt {
+                path,
+                offset: 0,
+                reason: format!("segment shorter than {} bytes", self.segment_size),
+            });
+        }
+        let seg = CachedSegment {
+            start,
+            file,
+            map,
+            last_use: self.tick,
+        };
+        if self.cache.len() == READER_CACHE_SEGMENTS {
+            let lru = (0..self.cache.len())
+                .min_by_key(|&i| self.cache[i].last_use)
+                .expect("cache is full, so not empty");
+            self.cache[lru] = seg;
+            return Ok((lru, off));
+        }
+        self.cache.push(seg);
+        Ok((self.cache.len() - 1, off))
+    }
+
+    /// The bytes `[phy_offset, phy_offset+size)`; the range must lie inside one segment.
+    pub fn read(&mut self, phy_offset: u64, size: u32) -> Result<&[u8], StoreError> {
+        let (i, off) = self.segment(phy_offset, size)?;
+        Ok(&self.cache[i].map[off..off + size as usize])
+    }
+
+    /// For sendfile: the segment's raw fd and the byte offset inside it (valid while the reader
+    /// lives and the segment stays cached).
+    pub fn locate(&mut self, phy_offset: u64, size: u32) -> Result<(RawFd, u64), StoreError> {
+        let (i, off) = self.segment(phy_offset, size)?;
+        Ok((self.cache[i].file.as_raw_fd(), off as u64))
+    }
+
+    /// Start of the oldest segment on disk (0 for an empty store).
+    pub fn min_phy_offset(&mut self) -> u64 {
+        match list_segments(&self.dir) {
+            Ok(v) => v.first().map_or(0, |(s, _)| *s),
+            Err(e) => {
+                tracing::warn!(error = %e, "listing commit-log segments");
+                0
+            }
+        }
+    }
+}

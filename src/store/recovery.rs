@@ -1,0 +1,261 @@
+//! Startup: lock, abort-file check, commit-log load and recovery (PROTOCOL.md 4.6), consume
+//! queue and index rebuild, checkpoint. `open` runs single-threaded before the writer and the
+//! shards start and hands everything over in an `OpenedStore`.
+//!
+//! Invariants established here: the commit log ends at the first record that fails validation
+//! (magic, total size, physical offset, CRC when `check_crc_on_recover`); bytes past that end
+//! are zero and later segments are gone; every consume queue ends at or before it; every
+//! dispatched record scanned is present in its consume queue. A corrupt record is never served.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::protocol::message::{self, sys_flag, RecordError};
+use crate::store::commit_log::CommitLog;
+use crate::store::config::StoreConfig;
+use crate::store::files::{abort_path, create_abort, Checkpoint, StoreLock};
+use crate::store::{list_queues, ConsumeQueue, CqUnit, IndexService, StoreError};
+
+pub type QueueKey = (String, u32);
+
+/// Everything `open` recovered, ready to be split between the writer and the shards.
+pub struct OpenedStore {
+    pub commit_log: CommitLog,
+    pub consume_queues: Vec<ConsumeQueue>,
+    pub queue_offsets: HashMap<QueueKey, u64>,
+    pub index: Option<IndexService>,
+    pub checkpoint: Checkpoint,
+    pub recovered_from_crash: bool,
+}
+
+/// Lock, check abort, load and recover the commit log, consume queues and index, then create
+/// the abort file.
+pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
+    cfg.validate()?;
+    let root = cfg.store_path_root_dir.as_path();
+    std::fs::create_dir_all(root).map_err(|e| StoreError::io(root, e))?;
+    let lock = StoreLock::acquire(root)?;
+    let crashed = abort_path(root).exists();
+    let checkpoint = Checkpoint::open(root)?;
+    let mut commit_log = CommitLog::load(cfg, Some(lock))?;
+    let mut cqs: HashMap<QueueKey, ConsumeQueue> = HashMap::new();
+    for (topic, qid) in list_queues(root)? {
+        let cq = ConsumeQueue::open(root, &topic, qid, cfg.mapped_file_size_consume_queue)?;
+        cqs.insert((topic, qid), cq);
+    }
+    let mut index = if cfg.message_index_enable {
+        let mut ix = IndexService::open(root, cfg.max_hash_slot_num, cfg.max_index_num)?;
+        if crashed {
+            ix.truncate_after(checkpoint.index_msg_timestamp)?;
+        }
+        Some(ix)
+    } else {
+        None
+    };
+    let start = scan_start(&commit_log, &cqs, &checkpoint, crashed, index.is_some());
+    let mut sink = RecoverySink {
+        root,
+        cq_file_size: cfg.mapped_file_size_consume_queue,
+        cqs: &mut cqs,
+        index: index.as_mut(),
+    };
+    let (end, last_ts) = scan(&commit_log, start, cfg.check_crc_on_recover, &mut sink)?;
+    for cq in cqs.values_mut() {
+        cq.truncate_dirty(end)?;
+    }
+    if crashed {
+        tracing::warn!(end, "recovered commit log after an abnormal exit");
+    }
+    commit_log.recover_to(end, last_ts)?;
+    let queue_offsets = cqs
+        .iter()
+        .map(|(k, cq)| (k.clone(), cq.max_offset()))
+        .collect();
+    create_abort(root)?;
+    Ok(OpenedStore {
+        commit_log,
+        consume_queues: cqs.into_values().collect(),
+        queue_offsets,
+        index,
+        checkpoint,
+        recovered_from_crash: crashed,
+    })
+}
+
+/// Index of the segment recovery scans from (PROTOCOL.md 4.6 steps 2-4).
+fn scan_start(
+    log: &CommitLog,
+    cqs: &HashMap<QueueKey, ConsumeQueue>,
+    cp: &Checkpoint,
+    crashed: bool,
+    index_enabled: bool,
+) -> usize {
+    let segs = log.segments();
+    if segs.is_empty() {
+        return 0;
+    }
+    if !crashed {
+        // Clean exit: every queue was flushed; resume at the segment holding the newest unit.
+        let from = cqs
+            .values()
+            .filter_map(ConsumeQueue::max_phy_offset)
+            .max()
+            .unwrap_or(0);
+        let idx = from.saturating_sub(segs[0].start()) / log.segment_size();
+        return (idx as usize).min(segs.len() - 1);
+    }
+    let mut min_ts = cp.min_timestamp();
+    if index_enabled {
+        min_ts = min_ts.min(cp.index_msg_timestamp);
+    }
+    if min_ts <= 0 {
+        return 0;
+    }
+    // Newest segment whose first record is at or before the checkpoint.
+    (0..segs.len())
+        .rev()
+        .find(|&i| {
+            matches!(message::decode(segs[i].bytes(), true),
+                Ok(r) if r.store_timestamp <= min_ts)
+        })
+        .unwrap_or(0)
+}
+
+/// Where recovered records go: consume queues (opened on demand) and the index.
+struct RecoverySink<'a> {
+    root: &'a Path,
+    cq_file_size: u64,
+    cqs: &'a mut HashMap<QueueKey, ConsumeQueue>,
+    index: Option<&'a mut IndexService>,
+}
+
+impl RecoverySink<'_> {
+    fn record(&mut self, phy: u64, rec: &message::DecodedRecord<'_>) -> Result<(), StoreError> {
+        let tx = sys_flag::transaction_type(rec.sys_flag);
+        if sys_flag::is_dispatched(rec.sys_flag) && rec.queue_id >= 0 && rec.queue_offset >= 0 {
+            let key = (rec.topic.to_string(), rec.queue_id as u32);
+            if !self.cqs.contains_key(&key) {
+                let cq = ConsumeQueue::open(self.root, &key.0, key.1, self.cq_file_size)?;
+                self.cqs.insert(key.clone(), cq);
+            }
+            let cq = self.cqs.get_mut(&key).expect("inserted above");
+            let unit = CqUnit {
+                phy_offset: phy,
+                size: rec.total_size,
+                tags_code: tags_code(rec.properties),
+            };
+            cq.put(rec.queue_offset as u64, unit)?;
+        }
+        if let Some(ix) = self.index.as_deref_mut() {
+            if tx != sys_flag::TRANSACTION_ROLLBACK && phy >= ix.max_phy_offset() {
+                let keys = index_keys(rec.properties);
+                if !keys.is_empty() {
+                    ix.put(rec.topic, &keys, phy, rec.store_timestamp)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Scans records from segment `start_idx`; returns (valid end, store timestamp of the last
+/// valid record). Stops at the first record that fails validation.
+fn scan(
+    log: &CommitLog,
+    start_idx: usize,
+    check_crc: bool,
+    sink: &mut RecoverySink<'_>,
+) -> Result<(u64, i64), StoreError> {
+    let segs = log.segments();
+    let Some(first) = segs.get(start_idx) else {
+        return Ok((0, 0));
+    };
+    let mut pos = first.start();
+    let mut last_ts = 0;
+    'segments: for seg in &segs[start_idx..] {
+        if pos != seg.start() {
+            break;
+        }
+        let bytes = seg.bytes();
+        loop {
+            let off = (pos - seg.start()) as usize;
+            match message::decode(&bytes[off..], check_crc) {
+                Ok(rec) => {
+                    let len = rec.total_size as usize;
+                    // A valid record sits at its own offset and leaves room for a blank marker.
+                    if rec.phy_offset != pos as i64 || off + len + 8 > bytes.len() {
+                        tracing::warn!(pos, "record fails placement check; end of log");
+                        break 'segments;
+                    }
+                    sink.record(pos, &rec)?;
+                    pos += len as u64;
+                    last_ts = rec.store_timestamp;
+                }
+                Err(RecordError::Blank { remaining })
+                    if remaining as usize == bytes.len() - off =>
+                {
+                    pos = seg.end();
+                    continue 'segments;
+                }
+                Err(e) => {
+                    if !matches!(e, RecordError::BadMagic(0)) {
+                        tracing::warn!(pos, error = %e, "invalid record; truncating the commit log here");
+                    }
+                    break 'segments;
+                }
+            }
+        }
+    }
+    Ok((pos, last_ts))
+}
+
+/// Java `String.hashCode` over UTF-16 units (wrapping i32).
+// TODO(merge): use protocol::java_hash::tags_code and protocol::properties once merged.
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(i32::from(u)))
+}
+
+fn property<'a>(props: &'a str, key: &str) -> Option<&'a str> {
+    props.split('\u{2}').find_map(|pair| {
+        let (k, v) = pair.split_once('\u{1}')?;
+        (k == key).then_some(v)
+    })
+}
+
+/// `tagsCode` of a record: sign-extended Java hash of TAGS, 0 without a tag.
+pub fn tags_code(props: &str) -> i64 {
+    property(props, "TAGS")
+        .filter(|t| !t.is_empty())
+        .map_or(0, |t| i64::from(java_string_hash(t)))
+}
+
+/// Index keys: each space-separated KEYS entry plus UNIQ_KEY.
+pub fn index_keys(props: &str) -> Vec<&str> {
+    let mut keys: Vec<&str> = property(props, "KEYS")
+        .map(|k| k.split(' ').filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
+    if let Some(u) = property(props, "UNIQ_KEY").filter(|u| !u.is_empty()) {
+        keys.push(u);
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Proves tag codes follow Java's String.hashCode (values computed with Java's formula).
+    #[test]
+    fn tags_code_is_java_hash() {
+        assert_eq!(java_string_hash("TagA"), 2_598_919);
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(
+            tags_code("TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}"),
+            2_598_919
+        );
+        assert_eq!(tags_code("KEYS\u{1}k\u{2}"), 0);
+        let keys = index_keys("KEYS\u{1}k1 k2\u{2}UNIQ_KEY\u{1}U\u{2}");
+        assert_eq!(keys, vec!["k1", "k2", "U"]);
+    }
+}

@@ -1,0 +1,123 @@
+//! Support for tests, the crash-test driver and benches: build records, append and wait for
+//! the reply, collect dispatched units. Not used by the broker itself.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use bytes::BytesMut;
+use crossbeam_channel::bounded;
+
+use super::{AppendOutcome, AppendRecord, AppendRequest, DispatchUnit, Dispatcher, WriterSender};
+use crate::protocol::message::{encode, MessageToStore};
+use crate::store::{ConsumeQueue, StoreError};
+
+/// An encoded record for `topic`/`queue_id` with this body and properties.
+pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> AppendRecord {
+    let host: SocketAddr = "127.0.0.1:10911".parse().expect("literal address");
+    let msg = MessageToStore {
+        topic,
+        queue_id: queue_id as i32,
+        flag: 0,
+        sys_flag: 0,
+        born_timestamp: 1,
+        born_host: host,
+        store_host: host,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+        body,
+        properties,
+    };
+    let mut bytes = BytesMut::new();
+    encode(&msg, &mut bytes).expect("test record within limits");
+    AppendRecord {
+        topic: topic.to_string(),
+        queue_id,
+        tags_code: 0,
+        keys: Vec::new(),
+        dispatch: true,
+        bytes,
+    }
+}
+
+/// Appends and blocks the calling thread until the reply (spins on a full inbox).
+pub fn append_wait(
+    w: &WriterSender,
+    records: Vec<AppendRecord>,
+    wait_flush: bool,
+) -> Result<AppendOutcome, StoreError> {
+    let (tx, rx) = bounded(1);
+    let mut req = AppendRequest {
+        records,
+        wait_flush,
+        reply: Box::new(move |r| {
+            // The waiter may have given up; nothing to do then.
+            let _ignored = tx.send(r);
+        }),
+    };
+    loop {
+        match w.try_append(req) {
+            Ok(()) => break,
+            Err(back) => {
+                req = back;
+                std::thread::yield_now();
+            }
+        }
+    }
+    rx.recv()
+        .unwrap_or_else(|_| Err(StoreError::NotWritable("writer stopped".into())))
+}
+
+/// Collects every dispatched unit (shared with the test).
+#[derive(Clone, Default)]
+pub struct CollectingDispatcher(pub Arc<Mutex<Vec<DispatchUnit>>>);
+
+impl Dispatcher for CollectingDispatcher {
+    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
+        self.0.lock().expect("collector lock").extend(units);
+    }
+}
+
+/// Drops every unit.
+pub struct NullDispatcher;
+
+impl Dispatcher for NullDispatcher {
+    fn dispatch(&mut self, _units: Vec<DispatchUnit>) {}
+}
+
+/// Applies units to consume queues the way an owner shard would (panics on I/O errors: tests).
+pub struct CqDispatcher {
+    root: PathBuf,
+    cq_file_size: u64,
+    cqs: HashMap<(String, u32), ConsumeQueue>,
+}
+
+impl CqDispatcher {
+    pub fn new(root: PathBuf, cq_file_size: u64, cqs: Vec<ConsumeQueue>) -> Self {
+        let cqs = cqs
+            .into_iter()
+            .map(|c| ((c.topic().to_string(), c.queue_id()), c))
+            .collect();
+        CqDispatcher {
+            root,
+            cq_file_size,
+            cqs,
+        }
+    }
+}
+
+impl Dispatcher for CqDispatcher {
+    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
+        for u in units {
+            let key = (u.topic.clone(), u.queue_id);
+            if !self.cqs.contains_key(&key) {
+                let cq = ConsumeQueue::open(&self.root, &u.topic, u.queue_id, self.cq_file_size)
+                    .expect("open consume queue");
+                self.cqs.insert(key.clone(), cq);
+            }
+            let cq = self.cqs.get_mut(&key).expect("inserted above");
+            cq.put(u.queue_offset, u.unit).expect("consume queue put");
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Writer tests: offsets, group-commit replies, segment roll with the blank marker, reopen,
+//! fault injection (ENOSPC on allocation, EIO on flush), back-pressure, disk hard limit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::testkit::{append_wait, record, CollectingDispatcher, NullDispatcher};
+use super::*;
+use crate::protocol::message::{decode, BLANK_MAGIC};
+use crate::store::fault::{FailNth, FaultHook, FaultPoint};
+use crate::store::{open, CommitLogReader, FlushDiskType};
+
+fn cfg(dir: &std::path::Path, seg: u64) -> StoreConfig {
+    StoreConfig {
+        mapped_file_size_commit_log: seg,
+        max_message_size: 16 << 10,
+        flush_disk_type: FlushDiskType::SyncFlush,
+        ..StoreConfig::with_root(dir)
+    }
+}
+
+fn start(c: &StoreConfig, d: Box<dyn Dispatcher>) -> WriterHandle {
+    let (parts, _cqs) = WriterParts::from_opened(open(c).unwrap());
+    spawn_writer(parts, c, d).unwrap()
+}
+
+/// Proves offsets are assigned per queue, records land byte-exact at their phy offsets, units
+/// are dispatched, and non-dispatched records get no queue offset.
+#[test]
+fn append_assigns_offsets_and_dispatches() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 256 << 10);
+    let col = CollectingDispatcher::default();
+    let w = start(&c, Box::new(col.clone()));
+    let s = w.clone_sender();
+    let a = append_wait(
+        &s,
+        vec![record("A", 0, b"a0", ""), record("A", 1, b"a1", "")],
+        true,
+    )
+    .unwrap();
+    assert_eq!(a.status, AppendStatus::PutOk);
+    assert_eq!(a.queue_offsets, vec![0, 0]);
+    assert_eq!(a.phy_offsets[0], 0);
+    let mut tx = record("A", 0, b"half", "");
+    tx.dispatch = false;
+    let b = append_wait(&s, vec![record("A", 0, b"a2", ""), tx], true).unwrap();
+    assert_eq!(b.queue_offsets, vec![1, 0]);
+    assert_eq!(w.max_phy_offset(), b.phy_offsets[1] + 91 + 4 + 1);
+    let units = col.0.lock().unwrap().clone();
+    assert_eq!(units.len(), 3);
+    assert_eq!((units[2].queue_id, units[2].queue_offset), (0, 1));
+    let mut r = CommitLogReader::new(dir.path(), c.mapped_file_size_commit_log);
+    let u = units[2].unit;
+    let rec = decode(r.read(u.phy_offset, u.size).unwrap(), true).unwrap();
+    assert_eq!(
+        (rec.body, rec.queue_offset, rec.phy_offset),
+        (&b"a2"[..], 1, u.phy_offset as i64)
+    );
+    assert_eq!(rec.store_timestamp, b.store_timestamp);
+    w.shutdown().unwrap();
+    assert!(!dir.path().join("abort").exists());
+}
+
+/// Proves a record that does not fit closes the segment with [remaining][BLANK] and starts
+/// the next one, and that queue offsets continue after a clean reopen.
+#[test]
+fn segment_roll_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = 128 << 10;
+    let c = cfg(dir.path(), seg);
+    let w = start(&c, Box::new(NullDispatcher));
+    let s = w.clone_sender();
+    let body = vec![7u8; 10_000];
+    let mut last = None;
+    for _ in 0..30 {
+        last = Some(append_wait(&s, vec![record("T", 0, &body, "")], true).unwrap());
+    }
+    let last = last.unwrap();
+    assert!(last.phy_offsets[0] > 2 * seg, "three segments used");
+    w.shutdown().unwrap();
+    let seg0 = std::fs::read(dir.path().join("commitlog/00000000000000000000")).unwrap();
+    let rec_len = 10_000 + 91 + 1;
+    let fits = (seg as usize - 8) / rec_len; // records that leave 8 bytes free
+    let blank_at = fits * rec_len;
+    let remaining = seg as usize - blank_at;
+    assert_eq!(
+        &seg0[blank_at..blank_at + 4],
+        &(remaining as u32).to_be_bytes()
+    );
+    assert_eq!(
+        &seg0[blank_at + 4..blank_at + 8],
+        &BLANK_MAGIC.to_be_bytes()
+    );
+    let w = start(&c, Box::new(NullDispatcher));
+    let again = append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
+    assert_eq!(again.queue_offsets, vec![30]);
+    assert_eq!(again.phy_offsets[0], last.phy_offsets[0] + rec_len as u64);
+    w.shutdown().unwrap();
+}
+
+/// Proves ENOSPC while allocating the next segment is a DiskFull error to the caller, leaves
+/// the write position where it was, and a later append (space back) succeeds; store reopens.
+#[test]
+fn disk_full_on_segment_allocation_rolls_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = 128 << 10;
+    // Call 0 is the first segment at open; call 1 the background preallocation of the next
+    // (fails, reported when the writer needs it); call 2 the writer's retry (succeeds).
+    let fault = Arc::new(FailNth::new(
+        FaultPoint::AllocateSegment,
+        1,
+        1,
+        libc::ENOSPC,
+    ));
+    let c = StoreConfig {
+        fault: Some(FaultHook(fault.clone())),
+        ..cfg(dir.path(), seg)
+    };
+    let w = start(&c, Box::new(NullDispatcher));
+    let s = w.clone_sender();
+    let body = vec![1u8; 10_000];
+    let mut ok = Vec::new();
+    let err = loop {
+        match append_wait(&s, vec![record("T", 0, &body, "")], true) {
+            Ok(o) => ok.push(o),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, StoreError::DiskFull(_)), "{err}");
+    assert_eq!(
+        w.max_phy_offset(),
+        ok.last().unwrap().phy_offsets[0] + 10_092
+    );
+    let again = append_wait(&s, vec![record("T", 0, &body, "")], true).unwrap();
+    assert_eq!(
+        again.queue_offsets[0],
+        ok.len() as u64,
+        "no queue offset was lost"
+    );
+    assert_eq!(again.phy_offsets[0], seg);
+    w.abandon().unwrap();
+    let o = open(&c).unwrap();
+    assert!(o.recovered_from_crash);
+    assert_eq!(o.commit_log.max_phy_offset(), seg + 10_092);
+    assert_eq!(o.queue_offsets[&("T".to_string(), 0)], ok.len() as u64 + 1);
+}
+
+/// Proves an fdatasync failure under SYNC_FLUSH fails every request of the batch, rolls the
+/// write position back (nothing published), and the next append reuses the offsets.
+#[test]
+fn flush_error_fails_batch_and_rolls_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = Arc::new(FailNth::new(FaultPoint::Flush, 1, 1, libc::EIO));
+    let c = StoreConfig {
+        fault: Some(FaultHook(fault)),
+        ..cfg(dir.path(), 256 << 10)
+    };
+    let w = start(&c, Box::new(NullDispatcher));
+    let s = w.clone_sender();
+    let first = append_wait(&s, vec![record("T", 0, b"one", "")], true).unwrap();
+    let e = append_wait(&s, vec![record("T", 0, b"two", "")], true).unwrap_err();
+    assert!(matches!(e, StoreError::Io { .. }), "{e}");
+    assert_eq!(w.max_phy_offset(), 95);
+    let third = append_wait(&s, vec![record("T", 0, b"three", "")], true).unwrap();
+    assert_eq!(third.phy_offsets[0], first.phy_offsets[0] + 95);
+    assert_eq!(third.queue_offsets[0], 1);
+    w.shutdown().unwrap();
+    let o = open(&c).unwrap();
+    assert_eq!(o.commit_log.max_phy_offset(), 95 + 97);
+}
+
+struct Gate(crossbeam_channel::Receiver<()>);
+impl Dispatcher for Gate {
+    fn dispatch(&mut self, _units: Vec<DispatchUnit>) {
+        let _opened = self.0.recv();
+    }
+}
+
+/// Proves try_append never blocks and hands the request back when the inbox is full.
+#[test]
+fn full_inbox_is_back_pressure() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = StoreConfig {
+        flush_disk_type: FlushDiskType::AsyncFlush,
+        ..cfg(dir.path(), 256 << 10)
+    };
+    let (open_gate, gate) = crossbeam_channel::unbounded();
+    let w = start(&c, Box::new(Gate(gate)));
+    let mut refused = 0;
+    // The writer may have taken one batch before blocking in dispatch.
+    let n =
+        crate::constants::WRITER_INBOX_CAPACITY + crate::constants::WRITER_BATCH_MAX_RECORDS + 10;
+    for _ in 0..n {
+        let req = AppendRequest {
+            records: vec![record("T", 0, b"x", "")],
+            wait_flush: false,
+            reply: Box::new(|_| {}),
+        };
+        if w.try_append(req).is_err() {
+            refused += 1;
+        }
+    }
+    drop(open_gate); // dispatcher stops waiting
+    assert!(refused >= 10, "refused {refused}");
+    w.shutdown().unwrap();
+}
+
+/// Proves that past the disk hard limit appends fail with DiskFull while reads still work.
+#[test]
+fn disk_hard_limit_refuses_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fault = FailNth::new(FaultPoint::Flush, u64::MAX, 0, 0);
+    fault.disk_used_percent = Some(99);
+    let c = StoreConfig {
+        fault: Some(FaultHook(Arc::new(fault))),
+        retention_check_interval_ms: 20,
+        ..cfg(dir.path(), 256 << 10)
+    };
+    let w = start(&c, Box::new(NullDispatcher));
+    let s = w.clone_sender();
+    let ok = append_wait(&s, vec![record("T", 0, b"kept", "")], true).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!w.is_writable());
+    let e = append_wait(&s, vec![record("T", 0, b"no", "")], true).unwrap_err();
+    assert!(matches!(e, StoreError::DiskFull(_)), "{e}");
+    let mut r = CommitLogReader::new(dir.path(), c.mapped_file_size_commit_log);
+    let rec = decode(r.read(ok.phy_offsets[0], 96).unwrap(), true).unwrap();
+    assert_eq!(rec.body, b"kept");
+    w.shutdown().unwrap();
+}
+
+/// Proves retention deletes expired segments (never the active one) and publishes the new
+/// minimum physical offset.
+#[test]
+fn retention_deletes_expired_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = 128 << 10;
+    let c = StoreConfig {
+        file_reserved_time_hours: 0,
+        retention_check_interval_ms: 50,
+        ..cfg(dir.path(), seg)
+    };
+    let w = start(&c, Box::new(NullDispatcher));
+    let s = w.clone_sender();
+    let body = vec![3u8; 10_000];
+    let mut last = None;
+    for _ in 0..30 {
+        last = Some(append_wait(&s, vec![record("T", 0, &body, "")], true).unwrap());
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let last = last.unwrap().phy_offsets[0];
+    assert_eq!(w.min_phy_offset(), last - last % seg);
+    assert!(!dir.path().join("commitlog/00000000000000000000").exists());
+    let mut r = CommitLogReader::new(dir.path(), seg);
+    assert!(matches!(r.read(0, 10), Err(StoreError::OffsetNotFound(0))));
+    assert!(r.read(last, 10_092).is_ok());
+    assert_eq!(r.min_phy_offset(), last - last % seg);
+    w.shutdown().unwrap();
+}

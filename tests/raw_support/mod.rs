@@ -1,0 +1,210 @@
+//! Support for byte-level tests: start a `ringmq serve` child on ephemeral ports in a temporary
+//! store, and talk to it with ringmq's own codec over plain blocking sockets.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ringmq::protocol::frame::split_frame;
+use ringmq::protocol::RemotingCommand;
+
+pub struct RawBroker {
+    pub child: Child,
+    pub namesrv: SocketAddr,
+    pub broker: SocketAddr,
+    pub dir: tempfile::TempDir,
+}
+
+impl RawBroker {
+    pub fn start(opts: &[&str]) -> RawBroker {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Self::start_in(dir, opts)
+    }
+
+    pub fn start_in(dir: tempfile::TempDir, opts: &[&str]) -> RawBroker {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringmq"));
+        cmd.args([
+            "serve",
+            "--namesrv-listen",
+            "127.0.0.1:0",
+            "--broker-listen",
+            "127.0.0.1:0",
+            "--store-dir",
+        ])
+        .arg(dir.path())
+        .args(["-o", "mappedFileSizeCommitLog=16777216"]);
+        for o in opts {
+            cmd.args(["-o", o]);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn ringmq");
+        let out = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(out).lines();
+        let mut namesrv = None;
+        let mut broker = None;
+        while namesrv.is_none() || broker.is_none() {
+            let line = lines
+                .next()
+                .expect("ringmq exited before printing its addresses")
+                .expect("read stdout");
+            if let Some(a) = line.strip_prefix("namesrv listening on ") {
+                namesrv = Some(a.trim().parse().expect("namesrv addr"));
+            } else if let Some(a) = line.strip_prefix("broker listening on ") {
+                broker = Some(a.trim().parse().expect("broker addr"));
+            }
+        }
+        RawBroker {
+            child,
+            namesrv: namesrv.unwrap(),
+            broker: broker.unwrap(),
+            dir,
+        }
+    }
+
+    /// SIGTERM and wait: a clean shutdown.
+    pub fn stop(mut self) -> tempfile::TempDir {
+        // SAFETY: plain kill(2) on our child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                assert!(status.success(), "ringmq exited with {status}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "ringmq did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.dir, dir)
+    }
+}
+
+impl Drop for RawBroker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A blocking connection speaking frames.
+pub struct Conn {
+    pub stream: TcpStream,
+    buf: BytesMut,
+    opaque: i32,
+}
+
+impl Conn {
+    pub fn connect(addr: SocketAddr) -> Conn {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_nodelay(true).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        Conn {
+            stream,
+            buf: BytesMut::new(),
+            opaque: 1000,
+        }
+    }
+
+    pub fn send(&mut self, mut cmd: RemotingCommand) -> i32 {
+        self.opaque += 1;
+        cmd.opaque = self.opaque;
+        let mut b = BytesMut::new();
+        cmd.encode(&mut b).unwrap();
+        self.stream.write_all(&b).unwrap();
+        self.opaque
+    }
+
+    pub fn write_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)
+    }
+
+    /// Reads the next frame; None when the peer closed the connection.
+    pub fn read(&mut self) -> Option<RemotingCommand> {
+        let mut chunk = [0u8; 65536];
+        loop {
+            if let Some(f) = split_frame(&mut self.buf, 64 << 20).expect("frame") {
+                return Some(RemotingCommand::decode(f).expect("decode"));
+            }
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return None,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+    }
+
+    /// Reads and discards whatever arrives; false once the peer closed (or errored).
+    pub fn read_lenient(&mut self) -> bool {
+        let mut chunk = [0u8; 4096];
+        matches!(self.stream.read(&mut chunk), Ok(n) if n > 0)
+    }
+
+    /// Sends and waits for the response with the same opaque (skipping server requests).
+    pub fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand {
+        let op = self.send(cmd);
+        loop {
+            let r = self
+                .read()
+                .expect("connection closed while waiting for a response");
+            if r.is_response() && r.opaque == op {
+                return r;
+            }
+        }
+    }
+}
+
+pub fn send_cmd(topic: &str, queue_id: i32, body: &[u8], props: &str) -> RemotingCommand {
+    use ringmq::protocol::codes::request_code;
+    RemotingCommand::new_request(request_code::SEND_MESSAGE_V2)
+        .with_ext("a", "pg")
+        .with_ext("b", topic)
+        .with_ext("c", "TBW102")
+        .with_ext("d", 4)
+        .with_ext("e", queue_id)
+        .with_ext("f", 0)
+        .with_ext("g", 1_700_000_000_000i64)
+        .with_ext("h", 0)
+        .with_ext("i", props)
+        .with_ext("j", 0)
+        .with_ext("k", false)
+        .with_ext("m", false)
+        .with_body(body.to_vec())
+}
+
+pub fn pull_cmd(topic: &str, queue_id: i32, offset: i64, suspend_ms: i64) -> RemotingCommand {
+    use ringmq::protocol::codes::request_code;
+    // sysFlag: SUSPEND | SUBSCRIPTION
+    RemotingCommand::new_request(request_code::PULL_MESSAGE)
+        .with_ext("consumerGroup", "cg")
+        .with_ext("topic", topic)
+        .with_ext("queueId", queue_id)
+        .with_ext("queueOffset", offset)
+        .with_ext("maxMsgNums", 32)
+        .with_ext("sysFlag", if suspend_ms > 0 { 2 | 4 } else { 4 })
+        .with_ext("commitOffset", 0)
+        .with_ext("suspendTimeoutMillis", suspend_ms)
+        .with_ext("subscription", "*")
+        .with_ext("subVersion", 0)
+        .with_ext("expressionType", "TAG")
+}
+
+/// Splits a pull body into stored records.
+pub fn records(body: &[u8]) -> Vec<ringmq::protocol::message::DecodedRecord<'_>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < body.len() {
+        let r = ringmq::protocol::message::decode(&body[pos..], true).expect("stored record");
+        pos += r.total_size as usize;
+        out.push(r);
+    }
+    out
+}
