@@ -171,8 +171,9 @@ start_ringmq() { # flush tag
   local flush=$1 tag=$2
   wait_ports_free
   STORE=$(mktemp -d /tmp/ringmq-bench-ringmq.XXXXXX)
-  local opts=()
-  [[ $flush == SYNC_FLUSH ]] && opts=(-o flushDiskType=SYNC_FLUSH)
+  # Same disk threshold as the peer's toml (see start_peer).
+  local opts=(-o diskMaxUsedSpaceRatio=95)
+  [[ $flush == SYNC_FLUSH ]] && opts+=(-o flushDiskType=SYNC_FLUSH)
   "$RINGMQ" serve --store-dir "$STORE/store" "${opts[@]}" >"$RESULTS/logs/$tag-ringmq.log" 2>&1 &
   BROKER_PID=$!
   PIDS+=($BROKER_PID)

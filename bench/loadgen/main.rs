@@ -350,7 +350,9 @@ fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         a.broker_pid,
     )?;
     s.fill_from(&sh);
-    s.connections = plan.connections;
+    s.connections = plan.connections.min(start_offsets.len());
+    // One pull in flight per queue.
+    s.inflight = start_offsets.len().div_ceil(s.connections.max(1));
     (s.broker_cpu_pct, s.client_cpu_pct) = cpu;
     Ok(())
 }

@@ -1,22 +1,12 @@
 //! Counts stored-message records (PROTOCOL.md 3.5) in a PULL_MESSAGE response body without
 //! copying them, and finds each body's first bytes for end-to-end timestamps.
 //!
-//! TO BE REPLACED by `ringmq::protocol::message::decode` once the store worker's record codec
-//! lands; this private walker reads only the length fields it needs (no CRC, no UTF-8 checks),
-//! which keeps the consumer's per-message cost to a few loads.
-//! Called by the pull module. Invariants: every length is checked against the bytes left
-//! before use; any inconsistency stops the walk with an error (like Java's `decodesBatch`, a
-//! bad record ends the buffer) and never panics.
+//! A thin adapter over `ringmq::protocol::message::decode` (CRC not checked: the broker
+//! already did, and the generator must stay cheap). Called by the pull module. Invariants:
+//! any inconsistency stops the walk with an error (like Java's `decodesBatch`, a bad record
+//! ends the buffer) and never panics; bodies are borrowed, never copied.
 
-/// Offset of SYSFLAG in a record.
-const SYSFLAG_AT: usize = 36;
-/// Offset of BORNHOST (fixed part before it is 48 bytes).
-const BORNHOST_AT: usize = 48;
-const MAGIC_V1: u32 = 0xDAA3_20A7;
-const MAGIC_V2: u32 = 0xDAA3_20AB;
-const BLANK_MAGIC: u32 = 0xCBD4_3194;
-const BORNHOST_V6: i32 = 0x10;
-const STOREHOST_V6: i32 = 0x20;
+use ringmq::protocol::message::decode;
 
 /// One record as the consumer sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,68 +16,17 @@ pub struct RecordView<'a> {
     pub body: &'a [u8],
 }
 
-fn be_u32(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4)
-        .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-fn be_i64(b: &[u8], at: usize) -> Option<i64> {
-    let s = b.get(at..at + 8)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(s);
-    Some(i64::from_be_bytes(a))
-}
-
 /// Parses the record at the start of `buf`.
 pub fn parse_record(buf: &[u8]) -> Result<RecordView<'_>, String> {
-    let total = be_u32(buf, 0).ok_or("truncated record header")? as usize;
-    let magic = be_u32(buf, 4).ok_or("truncated record header")?;
-    let topic_len_size = match magic {
-        MAGIC_V1 => 1,
-        MAGIC_V2 => 2,
-        BLANK_MAGIC => return Err("blank (end-of-file) record in a pull body".to_owned()),
-        m => return Err(format!("bad record magic {m:#010x}")),
-    };
-    if total > buf.len() || total < BORNHOST_AT {
-        return Err(format!(
-            "record size {total} outside [{BORNHOST_AT}, {}]",
-            buf.len()
-        ));
-    }
-    let rec = &buf[..total];
-    let sys_flag = be_u32(rec, SYSFLAG_AT).ok_or("truncated record")? as i32;
-    let born_len = if sys_flag & BORNHOST_V6 != 0 { 20 } else { 8 };
-    let store_len = if sys_flag & STOREHOST_V6 != 0 { 20 } else { 8 };
-    // born host, store timestamp, store host, reconsume times, prepared tx offset.
-    let body_len_at = BORNHOST_AT + born_len + 8 + store_len + 4 + 8;
-    let body_len = be_u32(rec, body_len_at).ok_or("truncated record before body")? as usize;
-    let body_at = body_len_at + 4;
-    let body = rec
-        .get(body_at..body_at.saturating_add(body_len))
-        .ok_or("body length exceeds the record")?;
-    let topic_at = body_at + body_len;
-    let topic_len = match topic_len_size {
-        1 => *rec.get(topic_at).ok_or("truncated topic")? as usize,
-        _ => rec
-            .get(topic_at..topic_at + 2)
-            .map(|s| u16::from_be_bytes([s[0], s[1]]) as usize)
-            .ok_or("truncated topic")?,
-    };
-    let props_len_at = topic_at + topic_len_size + topic_len;
-    let props_len = rec
-        .get(props_len_at..props_len_at + 2)
-        .map(|s| u16::from_be_bytes([s[0], s[1]]) as usize)
-        .ok_or("truncated properties length")?;
-    if props_len_at + 2 + props_len != total {
-        return Err(format!(
-            "record lengths add up to {}, TOTALSIZE says {total}",
-            props_len_at + 2 + props_len
-        ));
+    let r = decode(buf, false).map_err(|e| format!("stored record: {e}"))?;
+    let total_size = r.total_size as usize;
+    if total_size == 0 || total_size > buf.len() {
+        return Err(format!("stored record size {total_size} outside the body"));
     }
     Ok(RecordView {
-        total_size: total,
-        queue_offset: be_i64(rec, 20).ok_or("truncated record")?,
-        body,
+        total_size,
+        queue_offset: r.queue_offset,
+        body: r.body,
     })
 }
 
@@ -111,6 +50,10 @@ pub fn for_each_record(
 mod tests {
     use super::*;
 
+    const MAGIC_V1: u32 = 0xDAA3_20A7;
+    const MAGIC_V2: u32 = 0xDAA3_20AB;
+    const BLANK_MAGIC: u32 = 0xCBD4_3194;
+
     /// Builds a record by the PROTOCOL.md 3.5 table (independent of the walker).
     fn record(
         v6_born: bool,
@@ -132,9 +75,11 @@ mod tests {
         let sys: i32 = (if v6_born { 0x10 } else { 0 }) | (if v6_store { 0x20 } else { 0 });
         r.extend_from_slice(&sys.to_be_bytes());
         r.extend_from_slice(&1i64.to_be_bytes()); // born ts
-        r.extend(std::iter::repeat_n(7u8, if v6_born { 20 } else { 8 }));
+        r.extend(std::iter::repeat_n(7u8, if v6_born { 16 } else { 4 })); // born ip
+        r.extend_from_slice(&40_000i32.to_be_bytes()); // born port
         r.extend_from_slice(&2i64.to_be_bytes()); // store ts
-        r.extend(std::iter::repeat_n(9u8, if v6_store { 20 } else { 8 }));
+        r.extend(std::iter::repeat_n(9u8, if v6_store { 16 } else { 4 })); // store ip
+        r.extend_from_slice(&10_911i32.to_be_bytes()); // store port
         r.extend_from_slice(&0i32.to_be_bytes()); // reconsume
         r.extend_from_slice(&0i64.to_be_bytes()); // prepared tx
         r.extend_from_slice(&(body.len() as i32).to_be_bytes());
