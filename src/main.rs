@@ -12,6 +12,11 @@ use ringmq::broker::start_broker;
 use ringmq::config::BrokerConfig;
 use ringmq::namesrv_server::start_namesrv;
 
+/// mimalloc: records are allocated on a shard and freed on the writer thread (and back); glibc's
+/// arena locks showed up as futex contention on the send path, mimalloc's frees do not lock.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "ringmq",

@@ -429,7 +429,8 @@ pub async fn reappend_to_real_topic(
             properties: &props_str,
         };
         let mut bytes = BytesMut::with_capacity(r.total_size as usize);
-        message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+        message::encode(&msg, &mut bytes)
+            .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
         AppendRecord {
             keys: index_keys(&props),
             topic,

@@ -203,7 +203,12 @@ fn load_new_units(shard: &Shard) {
 
 /// Re-appends one timer record to its real topic and queue, without the timer properties.
 async fn deliver(shard: &Rc<Shard>, phy: u64, size: u32) -> Result<(), BrokerError> {
-    let strip = [TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_OUT_MS];
+    let strip = [
+        TIMER_DELIVER_MS,
+        TIMER_DELAY_SEC,
+        TIMER_DELAY_MS,
+        TIMER_OUT_MS,
+    ];
     send::reappend_to_real_topic(shard, phy, size, &strip).await
 }
 

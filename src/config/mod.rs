@@ -218,6 +218,9 @@ impl BrokerConfig {
             "diskMaxUsedSpaceRatio" => s.disk_max_used_space_ratio = num(key, value)?,
             "checkCRCOnRecover" => s.check_crc_on_recover = boolean(key, value)?,
             "maxMessageSize" => s.max_message_size = num(key, value)?,
+            "warmMapedFileEnable" | "warmMappedFileEnable" => {
+                s.warm_mapped_file = boolean(key, value)?
+            }
             "messageIndexEnable" => s.message_index_enable = boolean(key, value)?,
             "maxHashSlotNum" => s.max_hash_slot_num = num(key, value)?,
             "maxIndexNum" => s.max_index_num = num(key, value)?,

@@ -70,7 +70,7 @@ impl Default for StoreConfig {
             message_index_enable: true,
             retention_check_interval_ms: RETENTION_CHECK_INTERVAL_MS,
             writer_core: None,
-            warm_mapped_file: false,
+            warm_mapped_file: true,
             fault: None,
         }
     }
