@@ -196,3 +196,28 @@ fn timer_message_arrives_at_its_time_and_survives_restart() {
     ));
     assert_eq!(r.code, response_code::MESSAGE_ILLEGAL);
 }
+
+#[test]
+fn group_retry_max_times_applies_when_the_request_has_none() {
+    let b = RawBroker::start(&[]);
+    let mut c = Conn::connect(b.broker);
+    let group = br#"{"groupName":"g0","retryMaxTimes":0,"retryQueueNums":1,"consumeEnable":true}"#;
+    let r = c.call(
+        RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+            .with_body(group.to_vec()),
+    );
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let r = c.call(send_cmd("RetryG0", 0, b"once", ""));
+    let (_, phy) = decode_offset_msg_id(r.ext("msgId").unwrap()).unwrap();
+    let r = c.call(
+        RemotingCommand::new_request(request_code::CONSUMER_SEND_MSG_BACK)
+            .with_ext("offset", phy)
+            .with_ext("group", "g0")
+            .with_ext("delayLevel", 0)
+            .with_ext("originTopic", "RetryG0")
+            .with_ext("unitMode", false),
+    );
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let got = wait_for(&mut c, "%DLQ%g0", 0, Duration::from_secs(2));
+    assert_eq!(got.expect("dead-lettered by the group's limit").0, b"once");
+}

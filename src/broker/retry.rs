@@ -17,6 +17,23 @@ use crate::protocol::RemotingCommand;
 /// Smallest stored record: the fixed fields alone.
 const MIN_RECORD: u32 = 91;
 
+/// The subscription group's retryMaxTimes (shard 0 owns the groups).
+pub async fn group_retry_max(shard: &Rc<Shard>, group: &str) -> Result<i32, BrokerError> {
+    let g = group.to_string();
+    let default = shard.ctx.cfg.max_reconsume_times;
+    let auto = shard.ctx.cfg.auto_create_subscription_group;
+    let max = shard
+        .mesh
+        .call(0, move |s0| async move {
+            s0.meta()
+                .borrow_mut()
+                .group_or_create(&g, auto)
+                .map(|c| c.retry_max_times)
+        })
+        .await?;
+    Ok(max.unwrap_or(default))
+}
+
 pub async fn send_msg_back(
     shard: Rc<Shard>,
     cmd: &RemotingCommand,
@@ -55,10 +72,12 @@ pub async fn send_msg_back(
         )
     };
     let (orig_topic, body, flag, sys_flag, born_ts, born_host, reconsume, mut props) = original;
-    let max = h
-        .max_reconsume_times
-        .filter(|m| *m >= 0)
-        .unwrap_or(shard.ctx.cfg.max_reconsume_times);
+    // The request's maxReconsumeTimes wins (clients send it since V3_4_9); otherwise the
+    // group's retryMaxTimes, created with the broker default when the group is new.
+    let max = match h.max_reconsume_times.filter(|m| *m >= 0) {
+        Some(m) => m,
+        None => group_retry_max(&shard, &h.group).await?,
+    };
     let to_dlq = reconsume >= max || h.delay_level < 0;
     let (topic, queue_id) = if to_dlq {
         (format!("{DLQ_GROUP_TOPIC_PREFIX}{}", h.group), 0)

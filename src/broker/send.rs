@@ -208,7 +208,10 @@ async fn send_inner(
     let mut topic = h.topic.clone();
     let mut queue_id = queue_id;
     if let Some(group) = h.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
-        let max = h.max_reconsume_times.unwrap_or(ctx.cfg.max_reconsume_times);
+        let max = match h.max_reconsume_times {
+            Some(m) => m,
+            None => crate::broker::retry::group_retry_max(shard, group).await?,
+        };
         if h.reconsume_times > max {
             topic = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
             queue_id = 0;
