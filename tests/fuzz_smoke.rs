@@ -266,7 +266,9 @@ fn mutate(rng: &mut Rng, seed: &[u8], others: &[Vec<u8>]) -> Vec<u8> {
 #[test]
 fn every_fuzz_body_survives_seeded_inputs() {
     for (name, body, seeds) in targets() {
-        let mut rng = Rng(0x5EED_0000 ^ name.len() as u64 * 0x9E37_79B9);
+        let mut rng = Rng(name.bytes().fold(0x5EED_0000_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3)
+        }));
         for s in &seeds {
             body(s);
         }
