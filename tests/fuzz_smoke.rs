@@ -1,6 +1,7 @@
 //! Proves, on stable Rust and in every CI run, the properties the cargo-fuzz targets assert:
 //! each target body (fuzz/src/lib.rs, included here verbatim) runs over 20k seeded inputs,
 //! half random bytes and half mutations of valid seeds, without a panic or a failed property.
+//! Inputs a fuzzer once failed on are kept in fuzz/regressions/<target>/ and replayed here.
 //! `RINGMQ_WRITE_FUZZ_CORPUS=1 cargo test --test fuzz_smoke write_corpus` regenerates the seed
 //! corpora in fuzz/corpus/<target>/ from the same valid seeds.
 
@@ -288,6 +289,28 @@ fn every_fuzz_body_survives_seeded_inputs() {
             );
         }
     }
+}
+
+/// Inputs the fuzzers once failed on (fuzz/regressions/<target>/) stay fixed.
+#[test]
+fn past_fuzz_findings_pass() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let mut ran = 0;
+    for (name, body, _) in targets() {
+        let Ok(dir) = std::fs::read_dir(root.join(name)) else {
+            continue;
+        };
+        for entry in dir {
+            let path = entry.unwrap().path();
+            body(&std::fs::read(&path).unwrap());
+            ran += 1;
+        }
+    }
+    assert!(
+        ran > 0,
+        "no regression inputs found under {}",
+        root.display()
+    );
 }
 
 /// The seeds are valid inputs: each decodes (so a decoder change that rejects them shows up).
