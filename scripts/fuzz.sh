@@ -35,8 +35,8 @@ for t in "${targets[@]}"; do
         echo "!! $t FAILED: see $log and $WORK/artifacts/$t/"
         status=1
     fi
-    execs=$(grep -h 'stat::number_of_executed_units' "$log" | awk '{s+=$2} END {print s+0}')
-    secs=$(grep -h 'Done [0-9]* runs in' "$log" | tail -1 | sed -E 's/.* in ([0-9]+) second.*/\1/')
+    execs=$(grep -h 'stat::number_of_executed_units' "$log" | awk '{s+=$2} END {print s+0}' || true)
+    secs=$(grep -h 'Done [0-9]* runs in' "$log" | tail -1 | sed -E 's/.* in ([0-9]+) second.*/\1/' || true)
     echo "   $t: $execs executions in ${secs:-?} s"
 done
 exit $status
