@@ -25,8 +25,10 @@ const _: () = assert!(MAX_REGISTER_BODY_INFLATED_LEN >= MAX_FRAME_LEN);
 
 // ---- connections and broker limits ----
 
-/// Bytes read from a socket per read call.
+/// Bytes read from a socket per read call, at most.
 pub const READ_CHUNK: usize = 64 * 1024;
+/// A new connection's read chunk; it doubles up to `READ_CHUNK` each time a read fills it.
+pub const READ_CHUNK_INITIAL: usize = 4 * 1024;
 /// Requests of one connection being served at once; reading pauses beyond it.
 pub const MAX_INFLIGHT_PER_CONN: usize = 1024;
 /// Frames waiting to be written on one connection; a client that lets it fill is disconnected.
@@ -47,6 +49,7 @@ pub const MAX_BATCH_MESSAGES: usize = 4096;
 
 const _: () = assert!(OUTBOX_CAPACITY > MAX_INFLIGHT_PER_CONN);
 const _: () = assert!(READ_CHUNK <= MAX_FRAME_LEN);
+const _: () = assert!(READ_CHUNK_INITIAL <= READ_CHUNK && READ_CHUNK_INITIAL > 0);
 
 // ---- ConsumeQueue and IndexFile on-disk sizes (PROTOCOL.md 4.3, 4.4) ----
 

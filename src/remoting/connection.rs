@@ -3,7 +3,9 @@
 //! Bounds: a frame larger than `max_frame_len` closes the connection (as Java's decoder does);
 //! at most `MAX_INFLIGHT_PER_CONN` requests run at once per connection (reading pauses past it);
 //! the outbox holds at most `OUTBOX_CAPACITY` entries, and a client that lets it fill up (it stopped
-//! reading) is disconnected so its memory is freed. A connection idle for `idle_timeout` closes.
+//! reading) is disconnected so its memory is freed. Reading pauses while the outbox is written, so
+//! a client that stops reading early parks the writer instead: one drain of the outbox that has
+//! not finished after `idle_timeout` also disconnects. A connection idle for `idle_timeout` closes.
 
 use std::cell::Cell;
 use std::os::fd::AsRawFd;
@@ -14,7 +16,7 @@ use bytes::BytesMut;
 use futures_lite::FutureExt;
 
 use super::{ConnInfo, Handler, Outbound};
-use crate::constants::{MAX_INFLIGHT_PER_CONN, READ_CHUNK};
+use crate::constants::{MAX_INFLIGHT_PER_CONN, READ_CHUNK, READ_CHUNK_INITIAL};
 use crate::protocol::frame::split_frame;
 use crate::protocol::RemotingCommand;
 use crate::runtime::net::Stream;
@@ -64,8 +66,10 @@ pub async fn serve<H: Handler>(
         inflight: Cell::new(0),
         fd: stream_fd(&stream),
     });
-    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut chunk = vec![0u8; READ_CHUNK];
+    // Buffers start small and grow only for connections that fill them: an idle connection
+    // must cost little (a thousand of them used to hold 64 KiB of zeroed read chunk each).
+    let mut rbuf = BytesMut::new();
+    let mut chunk = vec![0u8; READ_CHUNK_INITIAL];
     let mut last_activity = Instant::now();
     let reason = loop {
         let can_read = shared.inflight.get() < MAX_INFLIGHT_PER_CONN;
@@ -87,6 +91,9 @@ pub async fn serve<H: Handler>(
             Event::Read(Ok(n)) => {
                 last_activity = Instant::now();
                 rbuf.extend_from_slice(&chunk[..n]);
+                if n == chunk.len() && chunk.len() < READ_CHUNK {
+                    chunk.resize((chunk.len() * 2).min(READ_CHUNK), 0);
+                }
                 if let Err(e) = dispatch_frames(&mut rbuf, &handler, &info, &shared, limits) {
                     break e;
                 }
@@ -95,7 +102,14 @@ pub async fn serve<H: Handler>(
             Event::Out(None) => break "outbox closed".to_string(),
             Event::Out(Some(first)) => {
                 last_activity = Instant::now();
-                if let Err(e) = write_out(&mut stream, &*handler, first, &outbox_rx).await {
+                // A peer that stops reading parks this task in a write; without a bound the idle
+                // timer never runs and the connection (and its queued responses) live forever.
+                let stalled = async {
+                    runtime::sleep(limits.idle_timeout).await;
+                    Err("write stalled: client not reading its responses".to_string())
+                };
+                let written = write_out(&mut stream, &*handler, first, &outbox_rx).or(stalled);
+                if let Err(e) = written.await {
                     break e;
                 }
             }
