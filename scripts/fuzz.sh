@@ -24,13 +24,16 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 cargo fuzz build --fuzz-dir fuzz -O -a -s "$SANITIZER"
 status=0
+# -jobs makes libFuzzer fork workers that log to ./fuzz-N.log; use it only when asked.
+parallel=()
+if [ "$JOBS" -gt 1 ]; then parallel=(-jobs="$JOBS" -workers="$JOBS"); fi
 for t in "${targets[@]}"; do
     mkdir -p "$WORK/corpus/$t" "$WORK/artifacts/$t"
     log="$WORK/$t.log"
     echo "== $t: up to $RUNS runs / ${SECS}s (log $log)"
     if ! cargo fuzz run --fuzz-dir fuzz -O -a -s "$SANITIZER" "$t" \
         "$WORK/corpus/$t" "fuzz/corpus/$t" -- \
-        -runs="$RUNS" -max_total_time="$SECS" -jobs="$JOBS" -workers="$JOBS" \
+        -runs="$RUNS" -max_total_time="$SECS" "${parallel[@]}" \
         -artifact_prefix="$WORK/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1; then
         echo "!! $t FAILED: see $log and $WORK/artifacts/$t/"
         status=1

@@ -245,7 +245,9 @@ pub fn properties_string(data: &[u8]) {
         parsed,
         "parse(encode(parse(s))) != parse(s)"
     );
-    for (k, v) in &parsed {
+    // Only the first keys: `get` scans the whole string, so checking all would make this body
+    // quadratic and the fuzzer slow (parse itself is quadratic in the pair count; see report).
+    for (k, v) in parsed.iter().take(16) {
         assert_eq!(
             properties::get(&s, k),
             Some(v.as_str()),
