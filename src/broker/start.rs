@@ -20,7 +20,9 @@ use crate::broker::schedule::{self, DelayLevels, SCHEDULE_TOPIC};
 use crate::broker::shard::{BrokerContext, OffsetTable};
 use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, timer, Shard};
 use crate::config::BrokerConfig;
-use crate::constants::{IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, OUTBOX_CAPACITY, SHARD_MAILBOX_CAPACITY};
+use crate::constants::{
+    IDLE_TIMEOUT_SECS, MAX_CONNECTIONS, MAX_FRAME_LEN, OUTBOX_CAPACITY, SHARD_MAILBOX_CAPACITY,
+};
 use crate::remoting::connection::{serve, ConnLimits};
 use crate::remoting::ConnInfo;
 use crate::runtime::net::{bind_reuseport, Listener};
@@ -309,6 +311,11 @@ async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
         let Ok(peer) = stream.peer_addr() else {
             continue;
         };
+        let Some(guard) = ConnectionSlot::take() else {
+            // Dropping the stream closes it: the client sees a reset, not a hang.
+            tracing::warn!(%peer, max = MAX_CONNECTIONS, "connection limit reached, refusing");
+            continue;
+        };
         let (tx, rx) = mailbox(OUTBOX_CAPACITY);
         let info = ConnInfo {
             id: shard.next_conn_id(),
@@ -316,7 +323,34 @@ async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
             outbox: tx.clone(),
         };
         shard.conns.borrow_mut().insert(info.id, tx);
-        runtime::spawn(serve(stream, handler.clone(), info, rx, limits));
+        let handler = handler.clone();
+        runtime::spawn(async move {
+            serve(stream, handler, info, rx, limits).await;
+            drop(guard);
+        });
+    }
+}
+
+/// Connections open across all shards (bounded by MAX_CONNECTIONS).
+static OPEN_CONNECTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One admitted connection; dropping it frees the slot.
+struct ConnectionSlot;
+
+impl ConnectionSlot {
+    fn take() -> Option<ConnectionSlot> {
+        use std::sync::atomic::Ordering;
+        if OPEN_CONNECTIONS.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            OPEN_CONNECTIONS.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(ConnectionSlot)
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        OPEN_CONNECTIONS.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 

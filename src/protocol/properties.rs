@@ -77,10 +77,16 @@ fn accepted_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
 /// earlier value (at the earlier position).
 pub fn parse(s: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
+    // Duplicate keys are rare; an index by key keeps a hostile 32 KiB string of tiny pairs
+    // linear instead of quadratic.
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (k, v) in accepted_pairs(s) {
-        match out.iter_mut().find(|(ek, _)| ek == k) {
-            Some(slot) => slot.1 = v.to_owned(),
-            None => out.push((k.to_owned(), v.to_owned())),
+        match index.get(k) {
+            Some(&i) => out[i].1 = v.to_owned(),
+            None => {
+                index.insert(k, out.len());
+                out.push((k.to_owned(), v.to_owned()));
+            }
         }
     }
     out
