@@ -99,11 +99,19 @@ fn de_language<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
         fn visit_str<E: de::Error>(self, v: &str) -> Result<u8, E> {
             Ok(language_code(v))
         }
+        // A number outside the LanguageCode table is OTHER, as an unknown name is: the
+        // command then re-encodes to what it decodes to.
         fn visit_u64<E: de::Error>(self, v: u64) -> Result<u8, E> {
-            Ok(u8::try_from(v).unwrap_or(LANGUAGE_OTHER))
+            Ok(usize::try_from(v)
+                .ok()
+                .filter(|n| *n < crate::protocol::codes::LANGUAGE_NAMES.len())
+                .map_or(LANGUAGE_OTHER, |n| n as u8))
         }
         fn visit_i64<E: de::Error>(self, v: i64) -> Result<u8, E> {
-            Ok(u8::try_from(v).unwrap_or(LANGUAGE_OTHER))
+            match u64::try_from(v) {
+                Ok(u) => self.visit_u64(u),
+                Err(_) => Ok(LANGUAGE_OTHER),
+            }
         }
         fn visit_unit<E: de::Error>(self) -> Result<u8, E> {
             Ok(0)
