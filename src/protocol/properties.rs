@@ -77,15 +77,36 @@ fn accepted_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
 /// earlier value (at the earlier position).
 pub fn parse(s: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
-    // Duplicate keys are rare; an index by key keeps a hostile 32 KiB string of tiny pairs
-    // linear instead of quadratic.
-    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    // Duplicate keys are rare and messages carry a handful of pairs: a linear search is
+    // cheapest there. Past `INDEX_FROM` pairs an index by key keeps a hostile 32 KiB string of
+    // tiny pairs linear instead of quadratic.
+    const INDEX_FROM: usize = 16;
+    let mut index: Option<std::collections::HashMap<&str, usize>> = None;
     for (k, v) in accepted_pairs(s) {
-        match index.get(k) {
-            Some(&i) => out[i].1 = v.to_owned(),
+        let found = match &index {
+            Some(ix) => ix.get(k).copied(),
+            None => out.iter().position(|(ek, _)| ek == k),
+        };
+        match found {
+            Some(i) => out[i].1 = v.to_owned(),
             None => {
-                index.insert(k, out.len());
+                if let Some(ix) = index.as_mut() {
+                    ix.insert(k, out.len());
+                }
                 out.push((k.to_owned(), v.to_owned()));
+                if index.is_none() && out.len() >= INDEX_FROM {
+                    // Keys borrowed from `s`: find each stored key's slice in the input again.
+                    let mut ix = std::collections::HashMap::with_capacity(out.len() * 2);
+                    for (kk, _) in accepted_pairs(s) {
+                        if let Some(pos) = out.iter().position(|(ek, _)| ek == kk) {
+                            ix.entry(kk).or_insert(pos);
+                        }
+                        if ix.len() == out.len() {
+                            break;
+                        }
+                    }
+                    index = Some(ix);
+                }
             }
         }
     }
