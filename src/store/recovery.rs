@@ -209,25 +209,13 @@ fn scan(
     Ok((pos, last_ts))
 }
 
-/// Java `String.hashCode` over UTF-16 units (wrapping i32).
-// TODO(merge): use protocol::java_hash::tags_code and protocol::properties once merged.
-fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(i32::from(u)))
-}
-
-fn property<'a>(props: &'a str, key: &str) -> Option<&'a str> {
-    props.split('\u{2}').find_map(|pair| {
-        let (k, v) = pair.split_once('\u{1}')?;
-        (k == key).then_some(v)
-    })
-}
+// Property lookups follow Java's parsed map (the last accepted occurrence wins), exactly as
+// the send path computed them when the record was first stored.
+use crate::protocol::properties::get as property;
 
 /// `tagsCode` of a record: sign-extended Java hash of TAGS, 0 without a tag.
 pub fn tags_code(props: &str) -> i64 {
-    property(props, "TAGS")
-        .filter(|t| !t.is_empty())
-        .map_or(0, |t| i64::from(java_string_hash(t)))
+    crate::protocol::java_hash::tags_code(property(props, "TAGS"))
 }
 
 /// Index keys: each space-separated KEYS entry plus UNIQ_KEY.
@@ -248,8 +236,6 @@ mod tests {
     /// Proves tag codes follow Java's String.hashCode (values computed with Java's formula).
     #[test]
     fn tags_code_is_java_hash() {
-        assert_eq!(java_string_hash("TagA"), 2_598_919);
-        assert_eq!(java_string_hash(""), 0);
         assert_eq!(
             tags_code("TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}"),
             2_598_919

@@ -3,13 +3,7 @@
 //! computed here from Unix milliseconds in UTC (RocketMQ uses local time; only the ordering of
 //! names matters to readers, and UTC keeps it monotone across DST changes).
 
-/// Java's `String.hashCode()`: h = 31*h + unit over the UTF-16 code units, wrapping.
-// TODO(dedupe): protocol::java_hash::java_string_hash is the public copy of this.
-pub(super) fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, unit| {
-        h.wrapping_mul(31).wrapping_add(i32::from(unit))
-    })
-}
+pub(super) use crate::protocol::java_hash::java_string_hash;
 
 /// IndexFile's `indexKeyHashMethod`: `abs(hashCode)`, with the one overflowing value mapped to 0.
 pub(super) fn index_key_hash(key: &str) -> i32 {
