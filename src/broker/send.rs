@@ -15,13 +15,13 @@ use crate::broker::metadata::{topic_config, PERM_INHERIT, PERM_READ, PERM_WRITE}
 use crate::broker::schedule::SCHEDULE_TOPIC;
 use crate::broker::{admin, BrokerError, Shard};
 use crate::constants::MAX_BATCH_MESSAGES;
-use crate::protocol::batch::decode_batch;
+use crate::protocol::batch::decode_batch_ref;
 use crate::protocol::body::TopicConfig;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::{SendMessageRequestHeader, SendMessageResponseHeader};
 use crate::protocol::java_hash::tags_code;
 use crate::protocol::message::{self, MessageToStore};
-use crate::protocol::msg_id::offset_msg_id;
+use crate::protocol::msg_id::{offset_msg_id_len, push_offset_msg_id};
 use crate::protocol::properties::{self, keys};
 use crate::protocol::RemotingCommand;
 use crate::remoting::ConnInfo;
@@ -59,9 +59,6 @@ pub async fn send(
         Err(e) => RemotingCommand::response_for(cmd, e.response_code(), Some(e.to_string())),
     })
 }
-
-/// One message of a send: body, user flag, properties.
-type BatchItem = (bytes::Bytes, i32, Vec<(String, String)>);
 
 /// RocketMQ's topic name rule: `[%|a-zA-Z0-9_-]`, at most 127 bytes (255 for retry/DLQ topics).
 pub fn validate_topic(topic: &str) -> Result<(), BrokerError> {
@@ -183,26 +180,38 @@ async fn send_inner(
         )));
     }
     let ctx = &shard.ctx;
-    let max_size = ctx.cfg.store.max_message_size;
-    let cluster = ctx.cfg.broker_cluster_name.as_str();
-    let now = crate::broker::now_ms();
 
-    // Build (body, properties) pairs: one for a single send, one per inner message of a batch.
-    let mut items: Vec<BatchItem> = Vec::new();
-    if h.batch {
+    // One item per message: body, flag, and the client's encoded properties (borrowed).
+    let items: Vec<Item<'_>> = if h.batch {
         if h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
             return Err(BrokerError::MessageIllegal(
                 "batch request does not support retry group".into(),
             ));
         }
-        for e in decode_batch(&cmd.body, MAX_BATCH_MESSAGES)? {
-            items.push((e.body, e.flag, properties::parse(&e.properties)));
-        }
+        decode_batch_ref(&cmd.body, MAX_BATCH_MESSAGES)?
+            .into_iter()
+            .map(|e| Item {
+                body: e.body,
+                flag: e.flag,
+                props: e.properties,
+            })
+            .collect()
     } else {
-        items.push((cmd.body.clone(), h.flag, properties::parse(&h.properties)));
-    }
+        vec![Item {
+            body: cmd.body.clone(),
+            flag: h.flag,
+            props: &h.properties,
+        }]
+    };
     if items.is_empty() {
         return Err(BrokerError::MessageIllegal("the batch is empty".into()));
+    }
+    let max_size = ctx.cfg.store.max_message_size;
+    if let Some(big) = items.iter().find(|i| i.body.len() > max_size) {
+        return Err(BrokerError::MessageIllegal(format!(
+            "the message body size {} exceeds the limit {max_size}",
+            big.body.len()
+        )));
     }
     // A retry-topic send past the group's limit goes to the dead-letter queue (PROTOCOL 2.3 step 3).
     let mut topic = h.topic.clone();
@@ -219,16 +228,204 @@ async fn send_inner(
         }
     }
     let to_dlq = topic != h.topic;
-    let mut wait_flush = true;
-    let mut records = Vec::with_capacity(items.len());
-    let mut uniq_keys = Vec::with_capacity(items.len());
-    for (body, flag, mut props) in items {
-        if body.len() > max_size {
-            return Err(BrokerError::MessageIllegal(format!(
-                "the message body size {} exceeds the limit {max_size}",
-                body.len()
-            )));
+    let scans: Vec<Scan<'_>> = items.iter().map(|i| scan(i.props)).collect();
+    let wait_flush = !scans.iter().any(|s| s.no_wait);
+    let target = Target {
+        topic: &topic,
+        queue_id,
+        h: &h,
+        born_host: conn.peer,
+    };
+    let (records, uniq_keys) = if to_dlq || scans.iter().any(|s| s.rewrite) {
+        encode_rewritten(shard, &target, &items, to_dlq)?
+    } else {
+        encode_plain(shard, &target, &items, &scans)?
+    };
+
+    let outcome = append(shard, records, wait_flush).await?;
+    let code = match outcome.status {
+        AppendStatus::PutOk => rc::SUCCESS,
+        AppendStatus::FlushDiskTimeout => rc::FLUSH_DISK_TIMEOUT,
+    };
+    let id_len = offset_msg_id_len(ctx.store_host) + 1;
+    let mut msg_id = String::with_capacity(outcome.phy_offsets.len() * id_len);
+    for (i, p) in outcome.phy_offsets.iter().enumerate() {
+        if i > 0 {
+            msg_id.push(',');
         }
+        push_offset_msg_id(&mut msg_id, ctx.store_host, *p as i64);
+    }
+    let mut resp = RemotingCommand::response_for(cmd, code, None);
+    SendMessageResponseHeader {
+        msg_id,
+        queue_id,
+        queue_offset: outcome.queue_offsets.first().copied().unwrap_or(0) as i64,
+        transaction_id: Some(uniq_keys),
+    }
+    .write_to(&mut resp);
+    Ok(resp)
+}
+
+/// One message of a send request: body, user flag, and its encoded properties as sent.
+struct Item<'a> {
+    body: bytes::Bytes,
+    flag: i32,
+    props: &'a str,
+}
+
+/// Where the messages of one send go and the request fields every record shares.
+struct Target<'a> {
+    topic: &'a str,
+    queue_id: i32,
+    h: &'a SendMessageRequestHeader,
+    born_host: std::net::SocketAddr,
+}
+
+/// What the send path reads from a message's properties, found in one pass without allocating.
+#[derive(Default)]
+struct Scan<'a> {
+    uniq: Option<&'a str>,
+    cluster: bool,
+    no_wait: bool,
+    tags: Option<&'a str>,
+    keys: Option<&'a str>,
+    /// DELAY or a timer property: the record is parked in a system topic (`build_record`).
+    rewrite: bool,
+}
+
+fn scan(props: &str) -> Scan<'_> {
+    use crate::broker::timer::{TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS};
+    let mut s = Scan::default();
+    // The last occurrence of a key wins, as in Java's parsed map.
+    for (k, v) in properties::pairs(props) {
+        match k {
+            keys::UNIQ_KEY => s.uniq = Some(v),
+            keys::CLUSTER => s.cluster = true,
+            keys::WAIT => s.no_wait = v == "false",
+            keys::TAGS => s.tags = Some(v),
+            keys::KEYS => s.keys = Some(v),
+            keys::DELAY | TIMER_DELIVER_MS | TIMER_DELAY_SEC | TIMER_DELAY_MS => s.rewrite = true,
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Appends `key 0x01 value 0x02` to the properties segment starting at `start` of `buf`,
+/// separating it from an unterminated last pair; returns the value's range.
+fn push_pair(
+    buf: &mut String,
+    start: usize,
+    key: &str,
+    value: impl FnOnce(&mut String),
+) -> (usize, usize) {
+    if buf.len() > start && !buf.ends_with(properties::PROPERTY_SEPARATOR) {
+        buf.push(properties::PROPERTY_SEPARATOR);
+    }
+    buf.push_str(key);
+    buf.push(properties::NAME_VALUE_SEPARATOR);
+    let from = buf.len();
+    value(buf);
+    let to = buf.len();
+    buf.push(properties::PROPERTY_SEPARATOR);
+    (from, to)
+}
+
+/// The common send: no delay, timer or DLQ rewrite. The client's properties string is stored
+/// as sent (readers take a key's last value, as Java's map does) with UNIQ_KEY and CLUSTER
+/// appended when missing, and all records are encoded into one buffer: no per-message parse,
+/// re-encode or allocation beyond the record's topic and index keys.
+fn encode_plain(
+    shard: &Shard,
+    t: &Target<'_>,
+    items: &[Item<'_>],
+    scans: &[Scan<'_>],
+) -> Result<(Vec<AppendRecord>, String), BrokerError> {
+    let ctx = &shard.ctx;
+    let cluster = ctx.cfg.broker_cluster_name.as_str();
+    let now = crate::broker::now_ms();
+    let mut props = String::with_capacity(items.iter().map(|i| i.props.len() + 96).sum());
+    // (properties range, UNIQ_KEY value range) per message, into `props`.
+    let mut spans = Vec::with_capacity(items.len());
+    let mut capacity = 0;
+    let widest = t.h.sys_flag | message::sys_flag::BORNHOST_V6 | message::sys_flag::STOREHOST_V6;
+    for (item, sc) in items.iter().zip(scans) {
+        let start = props.len();
+        props.push_str(item.props);
+        let uniq = match sc.uniq {
+            // A subslice of `item.props`, copied at `start`.
+            Some(u) => {
+                let at = start + (u.as_ptr() as usize - item.props.as_ptr() as usize);
+                (at, at + u.len())
+            }
+            None => push_pair(&mut props, start, keys::UNIQ_KEY, |b| {
+                shard.uniq.borrow_mut().push_next(b, now)
+            }),
+        };
+        if !sc.cluster {
+            push_pair(&mut props, start, keys::CLUSTER, |b| b.push_str(cluster));
+        }
+        spans.push(((start, props.len()), uniq));
+        capacity +=
+            message::stored_len(widest, item.body.len(), t.topic.len(), props.len() - start);
+    }
+    let tx_type = message::sys_flag::transaction_type(t.h.sys_flag);
+    let dispatch = tx_type != message::sys_flag::TRANSACTION_PREPARED
+        && tx_type != message::sys_flag::TRANSACTION_ROLLBACK;
+    let mut buf = BytesMut::with_capacity(capacity);
+    let mut records = Vec::with_capacity(items.len());
+    let mut uniq_keys = String::with_capacity(spans.iter().map(|(_, (a, b))| b - a + 1).sum());
+    for ((item, sc), ((p0, p1), (u0, u1))) in items.iter().zip(scans).zip(spans) {
+        let msg = MessageToStore {
+            topic: t.topic,
+            queue_id: t.queue_id,
+            flag: item.flag,
+            sys_flag: t.h.sys_flag,
+            born_timestamp: t.h.born_timestamp,
+            born_host: t.born_host,
+            store_host: ctx.store_host,
+            reconsume_times: t.h.reconsume_times,
+            prepared_transaction_offset: 0,
+            body: &item.body,
+            properties: &props[p0..p1],
+        };
+        message::encode(&msg, &mut buf).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+        let uniq = &props[u0..u1];
+        let mut index = Vec::new();
+        if let Some(k) = sc.keys {
+            index.extend(k.split(' ').filter(|s| !s.is_empty()).map(String::from));
+        }
+        index.push(uniq.to_string());
+        if !uniq_keys.is_empty() {
+            uniq_keys.push(',');
+        }
+        uniq_keys.push_str(uniq);
+        records.push(AppendRecord {
+            topic: t.topic.to_string(),
+            queue_id: t.queue_id as u32,
+            tags_code: tags_code(sc.tags),
+            keys: index,
+            dispatch,
+            bytes: buf.split(),
+        });
+    }
+    Ok((records, uniq_keys))
+}
+
+/// Sends that rewrite properties: delay levels and timers (parked in system topics) and
+/// retry sends moved to the DLQ. Parses each message's properties into pairs.
+fn encode_rewritten(
+    shard: &Shard,
+    t: &Target<'_>,
+    items: &[Item<'_>],
+    to_dlq: bool,
+) -> Result<(Vec<AppendRecord>, String), BrokerError> {
+    let cluster = shard.ctx.cfg.broker_cluster_name.as_str();
+    let now = crate::broker::now_ms();
+    let mut records = Vec::with_capacity(items.len());
+    let mut uniq_keys = String::new();
+    for item in items {
+        let mut props = properties::parse(item.props);
         let uniq = match props.iter().find(|(k, _)| k == keys::UNIQ_KEY) {
             Some((_, v)) => v.clone(),
             None => {
@@ -240,49 +437,29 @@ async fn send_inner(
         if !props.iter().any(|(k, _)| k == keys::CLUSTER) {
             props.push((keys::CLUSTER.into(), cluster.into()));
         }
-        if props.iter().any(|(k, v)| k == keys::WAIT && v == "false") {
-            wait_flush = false;
-        }
         if to_dlq {
             props.retain(|(k, _)| k != keys::DELAY);
         }
         records.push(build_record(
             shard,
             Outgoing {
-                topic: &topic,
-                queue_id,
-                flag,
-                sys_flag: h.sys_flag,
-                born_timestamp: h.born_timestamp,
-                born_host: conn.peer,
-                reconsume_times: h.reconsume_times,
-                body: &body,
+                topic: t.topic,
+                queue_id: t.queue_id,
+                flag: item.flag,
+                sys_flag: t.h.sys_flag,
+                born_timestamp: t.h.born_timestamp,
+                born_host: t.born_host,
+                reconsume_times: t.h.reconsume_times,
+                body: &item.body,
                 props,
             },
         )?);
-        uniq_keys.push(uniq);
+        if !uniq_keys.is_empty() {
+            uniq_keys.push(',');
+        }
+        uniq_keys.push_str(&uniq);
     }
-
-    let outcome = append(shard, records, wait_flush).await?;
-    let code = match outcome.status {
-        AppendStatus::PutOk => rc::SUCCESS,
-        AppendStatus::FlushDiskTimeout => rc::FLUSH_DISK_TIMEOUT,
-    };
-    let msg_id = outcome
-        .phy_offsets
-        .iter()
-        .map(|p| offset_msg_id(ctx.store_host, *p as i64))
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut resp = RemotingCommand::response_for(cmd, code, None);
-    SendMessageResponseHeader {
-        msg_id,
-        queue_id,
-        queue_offset: outcome.queue_offsets.first().copied().unwrap_or(0) as i64,
-        transaction_id: Some(uniq_keys.join(",")),
-    }
-    .write_to(&mut resp);
-    Ok(resp)
+    Ok((records, uniq_keys))
 }
 
 /// A message about to be stored, before delay rewriting and encoding.
@@ -484,6 +661,32 @@ mod tests {
         assert!(validate_topic("bad topic").is_err());
         assert!(validate_topic(&"a".repeat(128)).is_err());
         assert!(validate_topic(&format!("%RETRY%{}", "a".repeat(200))).is_ok());
+    }
+
+    /// The client's string is kept; an unterminated last pair is closed before a new pair, and
+    /// an empty segment gets no leading separator.
+    #[test]
+    fn push_pair_appends_to_segment() {
+        let mut b = String::from("X\u{1}1\u{2}A\u{1}b");
+        let (f, t) = push_pair(&mut b, 6, "K", |s| s.push_str("v"));
+        assert_eq!(b, "X\u{1}1\u{2}A\u{1}b\u{2}K\u{1}v\u{2}");
+        assert_eq!(&b[f..t], "v");
+        let start = b.len();
+        push_pair(&mut b, start, "C", |s| s.push_str("c"));
+        assert!(b.ends_with("\u{2}K\u{1}v\u{2}C\u{1}c\u{2}"));
+    }
+
+    /// One pass finds the keys the send path needs; the last duplicate wins.
+    #[test]
+    fn scan_reads_needed_keys() {
+        let p = "TAGS\u{1}a\u{2}KEYS\u{1}k1 k2\u{2}TAGS\u{1}b\u{2}WAIT\u{1}false\u{2}UNIQ_KEY\u{1}U\u{2}";
+        let s = scan(p);
+        assert_eq!(s.tags, Some("b"));
+        assert_eq!(s.keys, Some("k1 k2"));
+        assert_eq!(s.uniq, Some("U"));
+        assert!(s.no_wait && !s.cluster && !s.rewrite);
+        assert!(scan("DELAY\u{1}3\u{2}").rewrite);
+        assert!(scan("TIMER_DELAY_SEC\u{1}3\u{2}").rewrite);
     }
 
     /// KEYS split on spaces and UNIQ_KEY are the indexed keys.

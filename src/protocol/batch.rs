@@ -26,10 +26,34 @@ fn be_i32(b: &[u8], at: usize) -> i32 {
     i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+/// A decoded record borrowing its properties from the request body (the send path's form:
+/// no allocation per message).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchEntryRef<'a> {
+    pub flag: i32,
+    pub body: Bytes,
+    pub properties: &'a str,
+}
+
 /// Decodes every record of a batch body. Errors: truncation, a totalSize that disagrees with
 /// the record's own lengths, negative lengths, properties that are not UTF-8, more than
 /// `max_entries` records, or an empty body.
 pub fn decode_batch(body: &Bytes, max_entries: usize) -> Result<Vec<BatchEntry>, ProtocolError> {
+    Ok(decode_batch_ref(body, max_entries)?
+        .into_iter()
+        .map(|e| BatchEntry {
+            flag: e.flag,
+            body: e.body,
+            properties: e.properties.to_owned(),
+        })
+        .collect())
+}
+
+/// `decode_batch` without copying the properties; same checks and errors.
+pub fn decode_batch_ref(
+    body: &Bytes,
+    max_entries: usize,
+) -> Result<Vec<BatchEntryRef<'_>>, ProtocolError> {
     if body.is_empty() {
         return Err(bad("empty body".into()));
     }
@@ -48,7 +72,7 @@ pub fn decode_batch(body: &Bytes, max_entries: usize) -> Result<Vec<BatchEntry>,
 }
 
 /// One record at `pos`; returns it and its total size.
-fn decode_record(body: &Bytes, pos: usize) -> Result<(BatchEntry, usize), ProtocolError> {
+fn decode_record(body: &Bytes, pos: usize) -> Result<(BatchEntryRef<'_>, usize), ProtocolError> {
     let rest = &body[pos..];
     if rest.len() < BATCH_RECORD_MIN_LEN {
         return Err(bad(format!(
@@ -82,9 +106,8 @@ fn decode_record(body: &Bytes, pos: usize) -> Result<(BatchEntry, usize), Protoc
         )));
     }
     let properties = std::str::from_utf8(&rest[props_start..total])
-        .map_err(|_| bad(format!("record at {pos}: properties are not UTF-8")))?
-        .to_owned();
-    let entry = BatchEntry {
+        .map_err(|_| bad(format!("record at {pos}: properties are not UTF-8")))?;
+    let entry = BatchEntryRef {
         flag,
         body: body.slice(pos + body_start..pos + body_end),
         properties,

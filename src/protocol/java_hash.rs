@@ -8,6 +8,12 @@
 /// `String.hashCode()`: iterates UTF-16 code units (a char outside the BMP counts as its two
 /// surrogates), wrapping on overflow.
 pub fn java_string_hash(s: &str) -> i32 {
+    // ASCII (topics, tags, keys, UNIQ_KEY hex) is one UTF-16 unit per byte.
+    if s.is_ascii() {
+        return s
+            .bytes()
+            .fold(0i32, |h, b| h.wrapping_mul(31).wrapping_add(b as i32));
+    }
     s.encode_utf16()
         .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
 }

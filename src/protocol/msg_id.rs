@@ -38,12 +38,22 @@ fn ip_octets(ip: IpAddr) -> ([u8; 16], usize) {
 
 /// `MessageDecoder.createMessageId`: hex(store IP, port, phy_offset), uppercase.
 pub fn offset_msg_id(store_host: SocketAddr, phy_offset: i64) -> String {
-    let (ip, ip_len) = ip_octets(store_host.ip());
-    let mut s = String::with_capacity((ip_len + 12) * 2);
-    push_hex(&mut s, &ip[..ip_len]);
-    push_hex(&mut s, &(store_host.port() as i32).to_be_bytes());
-    push_hex(&mut s, &phy_offset.to_be_bytes());
+    let mut s = String::with_capacity(offset_msg_id_len(store_host));
+    push_offset_msg_id(&mut s, store_host, phy_offset);
     s
+}
+
+/// Length of an offset msg id for this store host: 32 (IPv4) or 56 (IPv6).
+pub fn offset_msg_id_len(store_host: SocketAddr) -> usize {
+    (ip_octets(store_host.ip()).1 + 12) * 2
+}
+
+/// Appends `offset_msg_id(store_host, phy_offset)` to `dst` (batch responses join many).
+pub fn push_offset_msg_id(dst: &mut String, store_host: SocketAddr, phy_offset: i64) {
+    let (ip, ip_len) = ip_octets(store_host.ip());
+    push_hex(dst, &ip[..ip_len]);
+    push_hex(dst, &(store_host.port() as i32).to_be_bytes());
+    push_hex(dst, &phy_offset.to_be_bytes());
 }
 
 /// Inverse of `offset_msg_id` (hex digits of either case). Errors: a length other than 32/56,
@@ -125,18 +135,23 @@ impl UniqKeyGenerator {
 
     /// The next id for a message stored at wall-clock `now_ms`.
     pub fn next(&mut self, now_ms: i64) -> String {
+        let mut s = String::with_capacity(self.prefix.len() + 12);
+        self.push_next(&mut s, now_ms);
+        s
+    }
+
+    /// Appends the next id to `dst` (the send path writes it straight into the properties).
+    pub fn push_next(&mut self, s: &mut String, now_ms: i64) {
         if now_ms >= self.next_month_start_ms || now_ms < self.month_start_ms {
             let (start, next) = utc_month_bounds_ms(now_ms);
             self.month_start_ms = start;
             self.next_month_start_ms = next;
         }
         let since_month = (now_ms - self.month_start_ms) as i32; // < 31 days in ms, fits
-        let mut s = String::with_capacity(self.prefix.len() + 12);
         s.push_str(&self.prefix);
-        push_hex(&mut s, &since_month.to_be_bytes());
-        push_hex(&mut s, &self.counter.to_be_bytes());
+        push_hex(s, &since_month.to_be_bytes());
+        push_hex(s, &self.counter.to_be_bytes());
         self.counter = self.counter.wrapping_add(1);
-        s
     }
 }
 

@@ -65,6 +65,10 @@ pub mod keys {
 }
 
 /// Iterates the pairs Java would accept, in string order (duplicates included).
+pub fn pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
+    accepted_pairs(s)
+}
+
 fn accepted_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
     s.split(PROPERTY_SEPARATOR).filter_map(|segment| {
         // Java looks for the first 0x01 and needs key and value to be non-empty.

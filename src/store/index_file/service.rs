@@ -21,6 +21,8 @@ pub struct IndexService {
     hash_slot_num: u32,
     index_num: u32,
     files: Vec<IndexFile>,
+    /// Scratch for `topic#key`, reused across puts.
+    key_buf: String,
 }
 
 impl IndexService {
@@ -59,6 +61,7 @@ impl IndexService {
             hash_slot_num,
             index_num,
             files,
+            key_buf: String::new(),
         })
     }
 
@@ -78,13 +81,30 @@ impl IndexService {
         if indexed {
             return Ok(());
         }
+        // One reused buffer for `topic#key`: this runs for every message on the writer thread.
+        let mut full_key = std::mem::take(&mut self.key_buf);
+        let mut res = Ok(());
         for key in keys.iter().filter(|k| !k.is_empty()) {
-            let full_key = format!("{topic}#{key}");
-            let f = self.writable_file(phy_offset)?;
-            let put = f.put_key(&full_key, phy_offset, store_timestamp)?;
-            assert!(put, "a file that is not full accepts a key");
+            full_key.clear();
+            full_key.push_str(topic);
+            full_key.push('#');
+            full_key.push_str(key);
+            match self.writable_file(phy_offset) {
+                Ok(f) => match f.put_key(&full_key, phy_offset, store_timestamp) {
+                    Ok(put) => assert!(put, "a file that is not full accepts a key"),
+                    Err(e) => {
+                        res = Err(e);
+                        break;
+                    }
+                },
+                Err(e) => {
+                    res = Err(e);
+                    break;
+                }
+            }
         }
-        Ok(())
+        self.key_buf = full_key;
+        res
     }
 
     /// Up to `max` phy offsets for `topic#key` stored within `[begin_ts, end_ts]`, newest file
