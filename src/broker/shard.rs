@@ -227,17 +227,44 @@ impl Shard {
     /// Flushes every owned ConsumeQueue (shutdown and periodic). Returns the store timestamp up
     /// to which this shard's units are now durable: `None` if a flush failed, `Some(i64::MAX)`
     /// when nothing was ever dispatched here.
-    pub fn flush_queues(&self) -> Option<i64> {
+    pub async fn flush_queues(&self) -> Option<i64> {
         let ts = match self.last_dispatch_ts.get() {
             0 => i64::MAX,
             t => t,
         };
+        // Units dispatched before this point are in the taken ranges; the fdatasyncs run on a
+        // blocking thread so this core keeps serving (a sync takes 0.25-4 ms per file here).
+        let jobs: Vec<((String, u32), crate::store::CqSyncJob)> = self
+            .queues
+            .borrow_mut()
+            .iter_mut()
+            .filter_map(|(k, q)| q.cq.take_sync_job().map(|j| (k.clone(), j)))
+            .collect();
+        if jobs.is_empty() {
+            return Some(ts);
+        }
+        let (jobs, failed) = crate::runtime::spawn_blocking(move || {
+            let failed: Vec<bool> = jobs
+                .iter()
+                .map(|((topic, qid), job)| match job.sync() {
+                    Ok(()) => false,
+                    Err(e) => {
+                        tracing::error!(topic = %topic, queue = *qid, error = %e, "consume queue flush failed");
+                        true
+                    }
+                })
+                .collect();
+            (jobs, failed)
+        })
+        .await;
         let mut ok = true;
         let mut queues = self.queues.borrow_mut();
-        for ((topic, qid), q) in queues.iter_mut() {
-            if let Err(e) = q.cq.flush() {
+        for ((key, job), failed) in jobs.iter().zip(failed) {
+            if failed {
                 ok = false;
-                tracing::error!(topic = %topic, queue = *qid, error = %e, "consume queue flush failed");
+                if let Some(q) = queues.get_mut(key) {
+                    q.cq.restore_dirty(job);
+                }
             }
         }
         ok.then_some(ts)

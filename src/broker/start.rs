@@ -284,7 +284,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
             break;
         }
     }
-    let _ = shard.flush_queues();
+    let _ = shard.flush_queues().await;
 }
 
 async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
@@ -401,10 +401,10 @@ async fn flush_all_queues(s0: &Rc<Shard>) {
     let mut min = i64::MAX;
     for i in 0..s0.mesh.len() {
         let r = if i == s0.id {
-            s0.flush_queues()
+            s0.flush_queues().await
         } else {
             s0.mesh
-                .call(i, |s| async move { s.flush_queues() })
+                .call(i, |s| async move { s.flush_queues().await })
                 .await
                 .ok()
                 .flatten()

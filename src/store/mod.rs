@@ -18,7 +18,7 @@ pub mod reader;
 pub mod recovery;
 pub mod retention;
 
-pub use consume_queue::{list_queues, ConsumeQueue, CqUnit, CQ_UNIT_SIZE};
+pub use consume_queue::{list_queues, ConsumeQueue, CqSyncJob, CqUnit, CQ_UNIT_SIZE};
 pub use index_file::IndexService;
 
 pub use commit_log::CommitLog;

@@ -69,6 +69,25 @@ impl CqUnit {
     }
 }
 
+/// Files to fdatasync for one queue (see `ConsumeQueue::take_sync_job`).
+#[derive(Debug)]
+pub struct CqSyncJob {
+    pub paths: Vec<PathBuf>,
+    dirty: (u64, u64),
+}
+
+impl CqSyncJob {
+    /// fdatasync of every file (any descriptor of a file syncs its page-cache pages, including
+    /// those dirtied through the shard's mapping). Blocking: call off the shard's core.
+    pub fn sync(&self) -> Result<(), StoreError> {
+        for p in &self.paths {
+            let f = fs::File::open(p).map_err(|e| StoreError::io(p, e))?;
+            f.sync_data().map_err(|e| StoreError::io(p, e))?;
+        }
+        Ok(())
+    }
+}
+
 pub struct ConsumeQueue {
     topic: String,
     queue_id: u32,
@@ -205,6 +224,28 @@ impl ConsumeQueue {
         }
         self.dirty = None;
         Ok(())
+    }
+
+    /// Takes what `flush` would sync, for a sync done elsewhere (the owner shard must not
+    /// block its core on fdatasync): the files holding dirty bytes, and the dirty range to hand
+    /// back with `restore_dirty` if that sync fails. `None` when nothing is dirty.
+    pub fn take_sync_job(&mut self) -> Option<CqSyncJob> {
+        let (lo, hi) = self.dirty.take()?;
+        let paths = self
+            .files
+            .iter()
+            .filter(|f| f.start < hi && lo < f.start + f.len() as u64)
+            .map(|f| f.path.clone())
+            .collect();
+        Some(CqSyncJob {
+            paths,
+            dirty: (lo, hi),
+        })
+    }
+
+    /// Marks a failed sync job's range dirty again so the next flush retries it.
+    pub fn restore_dirty(&mut self, job: &CqSyncJob) {
+        self.mark_dirty(job.dirty.0, job.dirty.1);
     }
 
     /// Removes every file of this queue and its directory.

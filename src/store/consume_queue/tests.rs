@@ -419,3 +419,26 @@ fn a_hole_ends_the_queue_and_later_bytes_are_cleared() {
     cq.put(5, nth(5)).unwrap();
     assert_eq!(cq.get(6), None);
 }
+
+/// A sync job names exactly the files holding dirty units and clears the dirty range; a failed
+/// job handed back makes the next job cover the same files again.
+#[test]
+fn sync_job_covers_dirty_files_and_can_be_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cq = filled(dir.path(), 15); // files 0 and 200
+    let job = cq.take_sync_job().expect("dirty after puts");
+    let mut names: Vec<String> = job
+        .paths
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, file_names(dir.path()));
+    job.sync().unwrap();
+    assert!(cq.take_sync_job().is_none(), "nothing dirty after the take");
+    cq.put(15, nth(15)).unwrap();
+    let second = cq.take_sync_job().unwrap();
+    assert_eq!(second.paths.len(), 1, "only the second file is dirty");
+    cq.restore_dirty(&second);
+    assert_eq!(cq.take_sync_job().unwrap().paths, second.paths);
+}
