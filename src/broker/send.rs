@@ -668,11 +668,11 @@ mod tests {
     #[test]
     fn push_pair_appends_to_segment() {
         let mut b = String::from("X\u{1}1\u{2}A\u{1}b");
-        let (f, t) = push_pair(&mut b, 6, "K", |s| s.push_str("v"));
+        let (f, t) = push_pair(&mut b, 6, "K", |s| s.push('v'));
         assert_eq!(b, "X\u{1}1\u{2}A\u{1}b\u{2}K\u{1}v\u{2}");
         assert_eq!(&b[f..t], "v");
         let start = b.len();
-        push_pair(&mut b, start, "C", |s| s.push_str("c"));
+        push_pair(&mut b, start, "C", |s| s.push('c'));
         assert!(b.ends_with("\u{2}K\u{1}v\u{2}C\u{1}c\u{2}"));
     }
 
