@@ -67,6 +67,15 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
         tracing::warn!(end, "recovered commit log after an abnormal exit");
     }
     commit_log.recover_to(end, last_ts)?;
+    // RocketMQ's correctMinOffset: retention may have deleted segments that queues and index
+    // files still point into (the shards and the writer trim them only while running).
+    let min_phy = commit_log.min_phy_offset();
+    for cq in cqs.values_mut() {
+        cq.delete_expired(min_phy)?;
+    }
+    if let Some(ix) = index.as_mut() {
+        ix.delete_expired(min_phy)?;
+    }
     let queue_offsets = cqs
         .iter()
         .map(|(k, cq)| (k.clone(), cq.max_offset()))
