@@ -364,8 +364,11 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
     let mut offset = q.offset as u64;
     let end = (max as u64).min(offset + MAX_SCAN_UNITS);
     let mut bytes = 0usize;
+    // Units whose segment retention already deleted, before this queue is trimmed (clean.rs),
+    // are skipped like RocketMQ's MESSAGE_WAS_REMOVING: the client retries past them.
+    let min_phy = s.ctx.writer.min_phy_offset();
     while offset < end && ans.ranges.len() < q.max_msgs {
-        let Some(unit) = state.cq.get(offset) else {
+        let Some(unit) = state.cq.get(offset).filter(|u| u.phy_offset >= min_phy) else {
             offset += 1;
             continue;
         };

@@ -270,6 +270,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     ));
     schedule::start(&shard);
     timer::start(&shard, p.timer_progress);
+    crate::broker::clean::start(&shard);
     if is_meta {
         admin::topics_changed(&shard);
         runtime::spawn(register::run(shard.clone()));

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use crate::store::config::{FlushDiskType, StoreConfig};
+use crate::store::config::{DeleteWhen, FlushDiskType, StoreConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -216,6 +216,15 @@ impl BrokerConfig {
             "syncFlushTimeout" => s.sync_flush_timeout_ms = num(key, value)?,
             "fileReservedTime" => s.file_reserved_time_hours = num(key, value)?,
             "diskMaxUsedSpaceRatio" => s.disk_max_used_space_ratio = num(key, value)?,
+            "deleteWhen" => {
+                s.delete_when = DeleteWhen::parse(value).map_err(|e| invalid(key, value, e))?
+            }
+            "diskSpaceCleanForciblyRatio" => s.disk_space_clean_forcibly_ratio = num(key, value)?,
+            "cleanFileForciblyEnable" => s.clean_file_forcibly_enable = boolean(key, value)?,
+            "cleanResourceInterval" => s.retention_check_interval_ms = num(key, value)?,
+            "deleteConsumeQueueFilesInterval" => {
+                s.delete_consume_queue_files_interval_ms = num(key, value)?
+            }
             "checkCRCOnRecover" => s.check_crc_on_recover = boolean(key, value)?,
             "maxMessageSize" => s.max_message_size = num(key, value)?,
             "warmMapedFileEnable" | "warmMappedFileEnable" => {
@@ -285,10 +294,9 @@ mod tests {
             FlushDiskType::SyncFlush
         ));
         assert_eq!(cfg.namesrv_addr.len(), 2);
-        assert_eq!(
-            cfg.unknown.get("deleteWhen").map(String::as_str),
-            Some("04")
-        );
+        assert!(cfg.store.delete_when.contains(4));
+        assert!(!cfg.store.delete_when.contains(16));
+        assert!(!cfg.unknown.contains_key("deleteWhen"));
     }
 
     /// A malformed value names its key.
@@ -302,5 +310,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("ASYNC_FLUSH"), "{err}");
+        let err = cfg.set("deleteWhen", "04;25").unwrap_err().to_string();
+        assert!(err.contains("deleteWhen"), "{err}");
     }
 }

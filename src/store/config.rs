@@ -31,14 +31,25 @@ pub struct StoreConfig {
     pub flush_commit_log_thorough_interval_ms: u64,
     pub sync_flush_timeout_ms: u64,
     pub file_reserved_time_hours: u64,
+    /// Hours of the local day when expired commit-log files are deleted (`deleteWhen`).
+    pub delete_when: DeleteWhen,
     pub disk_max_used_space_ratio: u32,
+    /// Past this usage (percent, used clamped to 30..=85 as RocketMQ does) retention deletes the
+    /// oldest segments whatever their age (`diskSpaceCleanForciblyRatio`).
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// Whether the forcible deletion above is allowed at all (`cleanFileForciblyEnable`).
+    pub clean_file_forcibly_enable: bool,
     pub check_crc_on_recover: bool,
     pub max_message_size: usize,
     pub max_hash_slot_num: u32,
     pub max_index_num: u32,
     pub message_index_enable: bool,
-    /// How often the writer runs retention (file age, disk usage).
+    /// How often the writer runs retention (file age, disk usage) and the shards trim their
+    /// consume queues (`cleanResourceInterval`).
     pub retention_check_interval_ms: u64,
+    /// Pause on a shard after a queue lost files to retention, before trimming the next one,
+    /// so a large trim is spread out (`deleteConsumeQueueFilesInterval`; an async sleep).
+    pub delete_consume_queue_files_interval_ms: u64,
     /// Pin the writer thread to this CPU (the broker passes the last core).
     pub writer_core: Option<usize>,
     /// Pre-fault the pages of a freshly allocated segment on the allocator thread.
@@ -62,13 +73,17 @@ impl Default for StoreConfig {
             flush_commit_log_thorough_interval_ms: 10_000,
             sync_flush_timeout_ms: 5_000,
             file_reserved_time_hours: 72,
+            delete_when: DeleteWhen::DEFAULT,
             disk_max_used_space_ratio: 75,
+            disk_space_clean_forcibly_ratio: 85,
+            clean_file_forcibly_enable: true,
             check_crc_on_recover: true,
             max_message_size: MAX_MESSAGE_SIZE_DEFAULT,
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,
             message_index_enable: true,
             retention_check_interval_ms: RETENTION_CHECK_INTERVAL_MS,
+            delete_consume_queue_files_interval_ms: 100,
             writer_core: None,
             warm_mapped_file: true,
             fault: None,
@@ -113,6 +128,46 @@ impl StoreConfig {
                 self.disk_max_used_space_ratio
             )));
         }
+        if self.disk_space_clean_forcibly_ratio > 100 {
+            return Err(StoreError::Invalid(format!(
+                "diskSpaceCleanForciblyRatio {} must be at most 100",
+                self.disk_space_clean_forcibly_ratio
+            )));
+        }
         Ok(())
+    }
+}
+
+/// `deleteWhen`: the hours of the local day (0..=23) at which time-based deletion of expired
+/// commit-log files runs, written `"04"` or `"04;16"` as in RocketMQ. Kept as a 24-bit mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeleteWhen {
+    hours_mask: u32,
+}
+
+impl DeleteWhen {
+    /// RocketMQ's default, `"04"`.
+    pub const DEFAULT: DeleteWhen = DeleteWhen { hours_mask: 1 << 4 };
+
+    /// Parses `;`-separated decimal hours. RocketMQ's `Integer.parseInt` would throw on every
+    /// check for a bad entry (so deletion by time never ran); refusing it at start-up is clearer.
+    pub fn parse(spec: &str) -> Result<DeleteWhen, String> {
+        let mut hours_mask = 0u32;
+        for part in spec.split(';') {
+            let part = part.trim();
+            let digits = !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+            let hour = digits
+                .then(|| part.parse::<u32>().ok())
+                .flatten()
+                .filter(|h| *h < 24)
+                .ok_or_else(|| format!("hour {part:?} in {spec:?} is not 0..=23"))?;
+            hours_mask |= 1 << hour;
+        }
+        Ok(DeleteWhen { hours_mask })
+    }
+
+    /// Is `hour` (of the local day) one of the configured hours? (RocketMQ's `isItTimeToDo`.)
+    pub fn contains(&self, hour: u32) -> bool {
+        hour < 24 && self.hours_mask & (1 << hour) != 0
     }
 }

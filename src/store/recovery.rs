@@ -52,7 +52,9 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
     } else {
         None
     };
-    let start = scan_start(&commit_log, &cqs, &checkpoint, crashed, index.is_some());
+    // Where index re-dispatch resumes (after the truncation above): the scan must reach it.
+    let index_resume = index.as_ref().map(IndexService::max_phy_offset);
+    let start = scan_start(&commit_log, &cqs, &checkpoint, crashed, index_resume);
     let mut sink = RecoverySink {
         root,
         cq_file_size: cfg.mapped_file_size_consume_queue,
@@ -67,6 +69,15 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
         tracing::warn!(end, "recovered commit log after an abnormal exit");
     }
     commit_log.recover_to(end, last_ts)?;
+    // RocketMQ's correctMinOffset: retention may have deleted segments that queues and index
+    // files still point into (the shards and the writer trim them only while running).
+    let min_phy = commit_log.min_phy_offset();
+    for cq in cqs.values_mut() {
+        cq.delete_expired(min_phy)?;
+    }
+    if let Some(ix) = index.as_mut() {
+        ix.delete_expired(min_phy)?;
+    }
     let queue_offsets = cqs
         .iter()
         .map(|(k, cq)| (k.clone(), cq.max_offset()))
@@ -83,17 +94,28 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
 }
 
 /// Index of the segment recovery scans from (PROTOCOL.md 4.6 steps 2-4).
+///
+/// After a crash: walk the segments backwards to the newest one whose first record was stored
+/// at or before the checkpoint's `min(physic, logics) - 3 s` (everything before it is durable in
+/// the commit log and dispatched to the consume queues), and no later than the segment holding
+/// `index_resume`, the newest record the surviving index files cover. The index needs a bound
+/// by position, not by its checkpoint time: `truncate_after` deletes a whole file, whose first
+/// entries can be far older than the checkpoint's index time.
 fn scan_start(
     log: &CommitLog,
     cqs: &HashMap<QueueKey, ConsumeQueue>,
     cp: &Checkpoint,
     crashed: bool,
-    index_enabled: bool,
+    index_resume: Option<u64>,
 ) -> usize {
     let segs = log.segments();
     if segs.is_empty() {
         return 0;
     }
+    let segment_of = |phy: u64| {
+        let idx = phy.saturating_sub(segs[0].start()) / log.segment_size();
+        (idx as usize).min(segs.len() - 1)
+    };
     if !crashed {
         // Clean exit: every queue was flushed; resume at the segment holding the newest unit.
         let from = cqs
@@ -101,24 +123,28 @@ fn scan_start(
             .filter_map(ConsumeQueue::max_phy_offset)
             .max()
             .unwrap_or(0);
-        let idx = from.saturating_sub(segs[0].start()) / log.segment_size();
-        return (idx as usize).min(segs.len() - 1);
+        return segment_of(from);
     }
-    let mut min_ts = cp.min_timestamp();
-    if index_enabled {
-        min_ts = min_ts.min(cp.index_msg_timestamp);
-    }
-    if min_ts <= 0 {
-        return 0;
-    }
-    // Newest segment whose first record is at or before the checkpoint.
-    (0..segs.len())
-        .rev()
-        .find(|&i| {
-            matches!(message::decode(segs[i].bytes(), true),
-                Ok(r) if r.store_timestamp <= min_ts)
-        })
-        .unwrap_or(0)
+    let min_ts = cp.min_timestamp();
+    let by_time = if min_ts <= 0 {
+        0
+    } else {
+        (0..segs.len())
+            .rev()
+            .find(|&i| {
+                matches!(message::decode(segs[i].bytes(), true),
+                    Ok(r) if r.store_timestamp <= min_ts)
+            })
+            .unwrap_or(0)
+    };
+    let start = index_resume.map_or(by_time, |phy| by_time.min(segment_of(phy)));
+    tracing::info!(
+        start_segment = segs[start].start(),
+        min_ts,
+        ?index_resume,
+        "abnormal recovery walks back to this segment"
+    );
+    start
 }
 
 /// Where recovered records go: consume queues (opened on demand) and the index.

@@ -323,13 +323,18 @@ impl WriterCore {
         let ret = Duration::from_millis(self.cfg.retention_check_interval_ms);
         if self.last_retention.elapsed() >= ret {
             self.last_retention = Instant::now();
-            match retention::run(&mut self.log, &self.cfg, SystemTime::now()) {
+            match retention::run(&mut self.log, &self.cfg, retention::PassClock::system()) {
                 Ok(out) => {
                     self.disk_writable = out.writable;
                     self.publish_writable();
-                    self.published
-                        .min_phy
-                        .store(self.log.min_phy_offset(), Ordering::Release);
+                    let min_phy = self.log.min_phy_offset();
+                    // Shards trim their consume queues against this (broker::clean).
+                    self.published.min_phy.store(min_phy, Ordering::Release);
+                    if let Some(ix) = self.index.as_mut().filter(|_| !out.deleted.is_empty()) {
+                        if let Err(e) = ix.delete_expired(min_phy) {
+                            tracing::error!(error = %e, "deleting expired index files failed");
+                        }
+                    }
                 }
                 Err(e) => tracing::error!(error = %e, "retention pass failed"),
             }

@@ -230,6 +230,11 @@ fn disk_hard_limit_refuses_appends() {
     w.shutdown().unwrap();
 }
 
+/// `deleteWhen` listing every hour of the day, so time-based deletion may run whenever the test does.
+fn every_hour() -> String {
+    (0..24).map(|h| h.to_string()).collect::<Vec<_>>().join(";")
+}
+
 /// Proves retention deletes expired segments (never the active one) and publishes the new
 /// minimum physical offset.
 #[test]
@@ -238,6 +243,7 @@ fn retention_deletes_expired_segments() {
     let seg = 128 << 10;
     let c = StoreConfig {
         file_reserved_time_hours: 0,
+        delete_when: crate::store::config::DeleteWhen::parse(&every_hour()).unwrap(),
         retention_check_interval_ms: 50,
         ..cfg(dir.path(), seg)
     };

@@ -1,8 +1,9 @@
 //! IndexService: the `index/` directory as a list of IndexFiles, oldest first. Puts go to the
 //! newest file and roll to a new one when it is full; queries walk files newest first.
 //!
-//! Who calls it: the writer thread (`put`, `flush`) — the only mutator; store recovery (`open`,
-//! `truncate_after`, `max_phy_offset`); QUERY_MESSAGE reads (`query`).
+//! Who calls it: the writer thread (`put`, `flush`, `delete_expired` after retention) — the
+//! only mutator; store recovery (`open`, `truncate_after`, `max_phy_offset`); QUERY_MESSAGE
+//! reads (`query`).
 //!
 //! Invariants: `files` are sorted by creation time from their names, and creation times are
 //! strictly increasing even if the wall clock steps back, so the order survives a reopen.
@@ -147,6 +148,22 @@ impl IndexService {
             self.files.remove(pos);
         }
         Ok(())
+    }
+
+    /// Retention (RocketMQ's `deleteExpiredFile`): deletes the oldest files whose last entry
+    /// points below `min_phy_offset` (the commit log no longer holds any of their records).
+    /// The newest file is kept: it takes new keys. Returns how many files were deleted.
+    pub fn delete_expired(&mut self, min_phy_offset: u64) -> Result<usize, StoreError> {
+        let mut deleted = 0;
+        while self.files.len() > 1 && self.files[0].end_phy_offset() < min_phy_offset {
+            let f = self.files.remove(0);
+            let path = f.path().to_owned();
+            drop(f);
+            fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+            tracing::info!(path = %path.display(), min_phy_offset, "deleted expired index file");
+            deleted += 1;
+        }
+        Ok(deleted)
     }
 
     /// End phy offset of the newest file (0 without files): where index re-dispatch resumes.

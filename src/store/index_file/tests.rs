@@ -1,5 +1,6 @@
 //! IndexFile / IndexService tests: golden header and entry bytes built from PROTOCOL.md 4.4,
-//! Java hash values, file naming, collisions, time windows, rollover, truncation and junk.
+//! Java hash values, file naming, collisions, time windows, rollover, truncation, retention and
+//! junk.
 
 use std::fs;
 use std::path::Path;
@@ -246,6 +247,28 @@ fn truncate_after_drops_newer_files_and_put_resumes() {
     assert_eq!(s.query("T", "k", 10, 0, i64::MAX), vec![200, 100, 0]);
     s.truncate_after(0).unwrap();
     assert_eq!((s.files().len(), s.max_phy_offset()), (0, 0));
+}
+
+#[test]
+fn delete_expired_drops_files_below_the_min_phy_offset_but_never_the_newest() {
+    // Files [0, 100], [200, 300], [400]: retention moved the commit log's start to 150.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = service(dir.path());
+    for i in 0..5u64 {
+        s.put("T", &["k"], i * 100, T0 + i as i64 * 1000).unwrap();
+    }
+    assert_eq!(
+        s.delete_expired(100).unwrap(),
+        0,
+        "its last entry is still stored"
+    );
+    assert_eq!(s.delete_expired(150).unwrap(), 1);
+    assert_eq!(fs::read_dir(dir.path().join("index")).unwrap().count(), 2);
+    assert_eq!(s.query("T", "k", 10, 0, i64::MAX), vec![400, 300, 200]);
+    assert_eq!(s.delete_expired(10_000).unwrap(), 1);
+    assert_eq!(s.files().len(), 1, "the newest file takes new keys");
+    s.put("T", &["k"], 500, T0 + 5000).unwrap();
+    assert_eq!(s.query("T", "k", 10, 0, i64::MAX), vec![500, 400]);
 }
 
 #[test]
