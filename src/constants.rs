@@ -3,7 +3,8 @@
 // ---- protocol limits (owner: protocol) ----
 
 /// Largest frame (bytes after the 4-byte length prefix) we accept: Java's
-/// `com.rocketmq.remoting.frameMaxLength` default, 16 MiB.
+/// `com.rocketmq.remoting.frameMaxLength` default, 16 MiB. The broker's `frameMaxLength` key
+/// configures it; the name server and the broker's own client keep this value.
 pub const MAX_FRAME_LEN: usize = 16 * 1024 * 1024;
 /// The header length shares its 32-bit word with the serialize type byte: 24 bits remain.
 pub const MAX_HEADER_LEN: usize = 0x00FF_FFFF;
@@ -29,15 +30,17 @@ const _: () = assert!(MAX_REGISTER_BODY_INFLATED_LEN >= MAX_FRAME_LEN);
 pub const READ_CHUNK: usize = 64 * 1024;
 /// A new connection's read chunk; it doubles up to `READ_CHUNK` each time a read fills it.
 pub const READ_CHUNK_INITIAL: usize = 4 * 1024;
-/// Requests of one connection being served at once; reading pauses beyond it.
+/// Requests of one connection being served at once; reading pauses beyond it
+/// (`maxInflightPerConnection`).
 pub const MAX_INFLIGHT_PER_CONN: usize = 1024;
-/// Frames waiting to be written on one connection; a client that lets it fill is disconnected.
+/// Frames waiting to be written on one connection; a client that lets it fill is disconnected
+/// (`connectionOutboxCapacity`).
 pub const OUTBOX_CAPACITY: usize = 2 * MAX_INFLIGHT_PER_CONN;
 /// Jobs waiting in one shard's mailbox.
 pub const SHARD_MAILBOX_CAPACITY: usize = 65_536;
-/// Long-polling pulls parked on one queue.
+/// Long-polling pulls parked on one queue (`maxLongPollingWaitersPerQueue`).
 pub const MAX_WAITERS_PER_QUEUE: usize = 1024;
-/// Connections one broker accepts across its shards.
+/// Connections one broker accepts across its shards (`maxConnections`).
 pub const MAX_CONNECTIONS: usize = 10_000;
 /// Idle connections close after this long (RocketMQ's serverChannelMaxIdleTimeSeconds).
 pub const IDLE_TIMEOUT_SECS: u64 = 120;
@@ -47,7 +50,39 @@ pub const MAX_PULL_BYTES: usize = 256 * 1024;
 /// Messages one batch send may carry.
 pub const MAX_BATCH_MESSAGES: usize = 4096;
 
+/// Connections one shard accepts (`maxConnectionsPerShard`); by default only the broker-wide
+/// bound applies.
+pub const MAX_CONNECTIONS_PER_SHARD: usize = MAX_CONNECTIONS;
+/// A response that cannot be written for this long disconnects its client (one that sends but
+/// never reads); the default matches the idle timeout, the bound it had before it was its own key.
+pub const WRITE_STALL_TIMEOUT_MS: u64 = IDLE_TIMEOUT_SECS * 1000;
+
+// Ceilings for the configurable limits above: config values past them are refused at start, so a
+// typo cannot turn a bound into an allocation the machine cannot make (the outbox and the writer
+// inbox preallocate their slots).
+pub const MAX_FRAME_LEN_CEILING: usize = i32::MAX as usize;
+pub const MAX_INFLIGHT_PER_CONN_CEILING: usize = 65_536;
+pub const OUTBOX_CAPACITY_CEILING: usize = 1 << 18;
+pub const MAX_CONNECTIONS_CEILING: usize = 1_000_000;
+pub const MAX_WAITERS_PER_QUEUE_CEILING: usize = 1_000_000;
+pub const WRITER_INBOX_CAPACITY_CEILING: usize = 1 << 20;
+/// Timeouts past a day are a typo, not a policy.
+pub const TIMEOUT_SECS_CEILING: u64 = 24 * 3600;
+
+// The outbox outgrows the in-flight cap, so a client that reads keeps up: every running request
+// adds at most one response (the rest is room for broker-to-client requests). Config load keeps
+// the same relation for configured values.
 const _: () = assert!(OUTBOX_CAPACITY > MAX_INFLIGHT_PER_CONN);
+const _: () = assert!(OUTBOX_CAPACITY <= OUTBOX_CAPACITY_CEILING);
+// Any legal in-flight cap leaves room for a legal, larger outbox.
+const _: () = assert!(MAX_INFLIGHT_PER_CONN_CEILING < OUTBOX_CAPACITY_CEILING);
+const _: () = assert!(MAX_INFLIGHT_PER_CONN <= MAX_INFLIGHT_PER_CONN_CEILING);
+const _: () = assert!(MAX_CONNECTIONS_PER_SHARD <= MAX_CONNECTIONS);
+const _: () = assert!(MAX_CONNECTIONS <= MAX_CONNECTIONS_CEILING);
+const _: () = assert!(MAX_WAITERS_PER_QUEUE <= MAX_WAITERS_PER_QUEUE_CEILING);
+const _: () = assert!(IDLE_TIMEOUT_SECS > 0 && IDLE_TIMEOUT_SECS <= TIMEOUT_SECS_CEILING);
+const _: () =
+    assert!(WRITE_STALL_TIMEOUT_MS > 0 && WRITE_STALL_TIMEOUT_MS <= TIMEOUT_SECS_CEILING * 1000);
 const _: () = assert!(READ_CHUNK <= MAX_FRAME_LEN);
 const _: () = assert!(READ_CHUNK_INITIAL <= READ_CHUNK && READ_CHUNK_INITIAL > 0);
 
@@ -95,7 +130,7 @@ pub const OS_PAGE_SIZE: u64 = 4096;
 pub const CHECKPOINT_FILE_SIZE: usize = 4096;
 /// Bytes of the checkpoint actually used: five longs.
 pub const CHECKPOINT_USED_LEN: usize = 40;
-/// Requests the writer inbox holds before `try_append` answers busy.
+/// Requests the writer inbox holds before `try_append` answers busy (`writerInboxCapacity`).
 pub const WRITER_INBOX_CAPACITY: usize = 4096;
 /// Upper bound of records in one writer batch (soft: a batch always takes one whole request).
 pub const WRITER_BATCH_MAX_RECORDS: usize = 1024;
@@ -115,6 +150,11 @@ const _: () = assert!(CHECKPOINT_USED_LEN <= CHECKPOINT_FILE_SIZE);
 const _: () = assert!(
     (MAX_MESSAGE_SIZE_DEFAULT + MAX_RECORD_OVERHEAD) as u64 + 8 < COMMIT_LOG_FILE_SIZE_DEFAULT
 );
+// The default inbox holds at least one full batch; a smaller configured inbox only makes batches
+// smaller (a batch never waits for more requests), which the busy-path tests rely on.
 const _: () = assert!(WRITER_BATCH_MAX_RECORDS <= WRITER_INBOX_CAPACITY);
+const _: () = assert!(WRITER_INBOX_CAPACITY <= WRITER_INBOX_CAPACITY_CEILING);
+// A maximal message plus its header must fit in a default frame.
+const _: () = assert!(MAX_MESSAGE_SIZE_DEFAULT + MAX_RECORD_OVERHEAD <= MAX_FRAME_LEN);
 const _: () = assert!(DISK_HARD_LIMIT_MAX_PCT <= 100);
 const _: () = assert!(CONSUME_QUEUE_FILE_SIZE_DEFAULT.is_multiple_of(20));

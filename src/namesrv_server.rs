@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::broker::now_ms;
-use crate::constants::{IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, OUTBOX_CAPACITY};
+use crate::constants::OUTBOX_CAPACITY;
 use crate::namesrv::NameServer;
 use crate::protocol::RemotingCommand;
 use crate::remoting::connection::{serve, ConnLimits};
@@ -112,10 +112,8 @@ async fn run(listener: Listener, stop: runtime::MailboxReceiver<()>, kv_path: Op
             }
         }
     });
-    let limits = ConnLimits {
-        max_frame_len: MAX_FRAME_LEN,
-        idle_timeout: Duration::from_secs(IDLE_TIMEOUT_SECS),
-    };
+    // The name server has no broker.conf of its own: the constants apply.
+    let limits = ConnLimits::default();
     let accept = async {
         loop {
             let stream = match listener.accept().await {

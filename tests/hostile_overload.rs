@@ -1,8 +1,10 @@
 //! Proves that a producer sending faster than the broker can store is pushed back, never lied
 //! to: 24 connections with 256 sends in flight each (a quarter oneway) get only SEND_OK or
 //! SYSTEM_BUSY; afterwards every message that got SEND_OK is pulled back exactly once with its
-//! body intact, every oneway is either stored or counted in `onewayDropped`, and the broker's
-//! anonymous memory stayed bounded throughout.
+//! body intact, none answered SYSTEM_BUSY is stored, every oneway is either stored or counted in
+//! `onewayDropped`, and the broker's anonymous memory stayed bounded throughout. Run twice: with
+//! the default limits, and with a small configured writer inbox (`writerInboxCapacity`), where
+//! SYSTEM_BUSY must actually happen and carry RocketMQ's "[REJECTREQUEST]" remark.
 
 mod hostile_support;
 mod raw_support;
@@ -32,7 +34,9 @@ const RSS_MARGIN_KIB: u64 = 192 * 1024;
 struct Tally {
     acked: Vec<String>,
     oneway: Vec<String>,
-    busy: u64,
+    busy: Vec<String>,
+    /// Remarks of the SYSTEM_BUSY answers (one of each is enough).
+    busy_remarks: HashSet<String>,
     other: Vec<(i32, Option<String>)>,
 }
 
@@ -59,7 +63,10 @@ fn produce(addr: std::net::SocketAddr, p: usize, end: Instant) -> Tally {
             .expect("response to an unknown opaque");
         match r.code {
             response_code::SUCCESS => t.acked.push(id),
-            response_code::SYSTEM_BUSY => t.busy += 1,
+            response_code::SYSTEM_BUSY => {
+                t.busy.push(id);
+                t.busy_remarks.insert(r.remark.unwrap_or_default());
+            }
             code => t.other.push((code, r.remark)),
         }
     };
@@ -101,9 +108,40 @@ fn oneway_dropped(c: &mut Conn) -> u64 {
         .unwrap()
 }
 
+/// What one overload run observed, for the per-configuration assertions.
+struct Outcome {
+    acked: usize,
+    busy: usize,
+    busy_remarks: HashSet<String>,
+}
+
 #[test]
 fn overload_pushes_back_and_loses_no_acknowledged_message() {
-    let b = RawBroker::start(&[]);
+    let o = overload(&[]);
+    assert!(o.acked > 0, "nothing was acknowledged");
+}
+
+/// With a writer inbox of 4 requests, 24 x 256 concurrent sends must overflow it: the overflow is
+/// answered SYSTEM_BUSY at once (the sender is not made to wait), the rest is stored.
+#[test]
+fn a_full_writer_inbox_answers_system_busy() {
+    let o = overload(&["writerInboxCapacity=4"]);
+    assert!(o.busy > 0, "no SYSTEM_BUSY with a 4-request writer inbox");
+    assert!(o.acked > 0, "nothing was acknowledged");
+    for remark in &o.busy_remarks {
+        assert!(
+            remark.starts_with("[REJECTREQUEST]"),
+            "SYSTEM_BUSY remark {remark:?} is not RocketMQ's [REJECTREQUEST] form"
+        );
+    }
+}
+
+/// The two runs take turns: each wants the machine's cores to itself to overload its broker.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn overload(opts: &[&str]) -> Outcome {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let b = RawBroker::start(opts);
     still_serves(&b);
     let base = broker_sample(&b);
     let started = Instant::now();
@@ -149,7 +187,10 @@ fn overload_pushes_back_and_loses_no_acknowledged_message() {
         .iter()
         .flat_map(|t| t.oneway.iter().map(String::as_str))
         .collect();
-    let busy: u64 = tallies.iter().map(|t| t.busy).sum();
+    let busy: HashSet<&str> = tallies
+        .iter()
+        .flat_map(|t| t.busy.iter().map(String::as_str))
+        .collect();
     let other: Vec<_> = tallies.iter().flat_map(|t| t.other.iter()).collect();
     assert!(
         other.is_empty(),
@@ -179,6 +220,16 @@ fn overload_pushes_back_and_loses_no_acknowledged_message() {
         .iter()
         .filter(|id| oneway.contains(id.as_str()))
         .count();
+    let stored_busy: Vec<_> = stored
+        .iter()
+        .filter(|id| busy.contains(id.as_str()))
+        .collect();
+    assert!(
+        stored_busy.is_empty(),
+        "{} messages answered SYSTEM_BUSY were stored anyway, e.g. {:?}",
+        stored_busy.len(),
+        &stored_busy[..stored_busy.len().min(5)]
+    );
     let unknown = stored.len() - stored_oneway - acked.len();
     assert_eq!(
         unknown, 0,
@@ -191,12 +242,12 @@ fn overload_pushes_back_and_loses_no_acknowledged_message() {
         "oneway sends neither stored nor counted as dropped"
     );
     eprintln!(
-        "overload: {:.1}s, {} acked ({:.0}/s), {} busy, {} oneway sent, {} stored, {} counted dropped; \
+        "overload {opts:?}: {:.1}s, {} acked ({:.0}/s), {} busy, {} oneway sent, {} stored, {} counted dropped; \
          RssAnon {} -> peak {} KiB",
         produce_secs,
         acked.len(),
         acked.len() as f64 / produce_secs,
-        busy,
+        busy.len(),
         oneway.len(),
         stored_oneway,
         dropped,
@@ -209,4 +260,12 @@ fn overload_pushes_back_and_loses_no_acknowledged_message() {
     );
     drop(c);
     still_serves(&b);
+    Outcome {
+        acked: acked.len(),
+        busy: busy.len(),
+        busy_remarks: tallies
+            .iter()
+            .flat_map(|t| t.busy_remarks.iter().cloned())
+            .collect(),
+    }
 }

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use crate::broker::long_poll::Waiter;
 use crate::broker::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
 use crate::config::BrokerConfig;
-use crate::constants::MAX_WAITERS_PER_QUEUE;
 use crate::protocol::msg_id::UniqKeyGenerator;
 use crate::remoting::Outbox;
 use crate::runtime::Mesh;
@@ -217,7 +216,7 @@ impl Shard {
             return false;
         };
         q.waiters.retain(|w| !w.abandoned());
-        if q.waiters.len() >= MAX_WAITERS_PER_QUEUE {
+        if q.waiters.len() >= self.ctx.cfg.limits.max_long_polling_waiters_per_queue {
             return false;
         }
         q.waiters.push(waiter);

@@ -9,8 +9,10 @@
 //! consume queues, stop the shards, then the writer drains its inbox, flushes, writes the
 //! checkpoint and removes the abort file.
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,9 +22,7 @@ use crate::broker::schedule::{self, DelayLevels, SCHEDULE_TOPIC};
 use crate::broker::shard::{BrokerContext, OffsetTable};
 use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, timer, Shard};
 use crate::config::BrokerConfig;
-use crate::constants::{
-    IDLE_TIMEOUT_SECS, MAX_CONNECTIONS, MAX_FRAME_LEN, OUTBOX_CAPACITY, SHARD_MAILBOX_CAPACITY,
-};
+use crate::constants::SHARD_MAILBOX_CAPACITY;
 use crate::remoting::connection::{serve, ConnLimits};
 use crate::remoting::ConnInfo;
 use crate::runtime::net::{bind_reuseport, Listener};
@@ -91,6 +91,8 @@ struct ShardParts {
     meta: Option<Metadata>,
     delay_progress: std::collections::BTreeMap<i32, i64>,
     timer_progress: timer::TimerProgress,
+    /// Connections open across the broker's shards (`maxConnections`).
+    open_connections: Arc<AtomicUsize>,
 }
 
 fn shard_count(cfg: &BrokerConfig) -> usize {
@@ -190,6 +192,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let mut meta = Some(Metadata::load(&cfg));
     let timer_owner = owner_of(timer::TIMER_TOPIC, timer::TIMER_QUEUE, n);
     let mut timer_progress = Some(timer::load_progress(&cfg.store.store_path_root_dir));
+    let open_connections = Arc::new(AtomicUsize::new(0));
     let mut parts = Vec::new();
     for (i, (((mesh, rx), (cqs, offsets)), delay_progress)) in meshes
         .into_iter()
@@ -215,6 +218,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             } else {
                 timer::TimerProgress::default()
             },
+            open_connections: open_connections.clone(),
         }));
     }
     let parts = Arc::new(Mutex::new(parts));
@@ -276,8 +280,19 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         runtime::spawn(register::run(shard.clone()));
         runtime::spawn(periodic_meta(shard.clone()));
     }
+    // The main and fast listeners of a shard share its connection count.
+    let shard_connections = Rc::new(Cell::new(0usize));
     for (l, fast) in p.listeners {
-        runtime::spawn(accept_loop(shard.clone(), Listener::from_std(l), fast));
+        let counts = ConnectionCounts {
+            broker: p.open_connections.clone(),
+            shard: shard_connections.clone(),
+        };
+        runtime::spawn(accept_loop(
+            shard.clone(),
+            Listener::from_std(l),
+            fast,
+            counts,
+        ));
     }
     while let Some(job) = p.rx.recv().await {
         job(&shard);
@@ -288,15 +303,24 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     let _ = shard.flush_queues().await;
 }
 
-async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
+async fn accept_loop(
+    shard: Rc<Shard>,
+    listener: Listener,
+    fast_port: bool,
+    counts: ConnectionCounts,
+) {
     let handler = Rc::new(BrokerHandler {
         shard: shard.clone(),
         fast_port,
     });
+    let cfg = &shard.ctx.cfg.limits;
     let limits = ConnLimits {
-        max_frame_len: MAX_FRAME_LEN,
-        idle_timeout: Duration::from_secs(IDLE_TIMEOUT_SECS),
+        max_frame_len: cfg.frame_max_length,
+        max_inflight: cfg.max_inflight_per_connection,
+        idle_timeout: cfg.idle_timeout(),
+        write_stall_timeout: cfg.write_stall_timeout(),
     };
+    let outbox_capacity = cfg.connection_outbox_capacity;
     loop {
         let stream = match listener.accept().await {
             Ok(s) => s,
@@ -312,12 +336,16 @@ async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
         let Ok(peer) = stream.peer_addr() else {
             continue;
         };
-        let Some(guard) = ConnectionSlot::take() else {
-            // Dropping the stream closes it: the client sees a reset, not a hang.
-            tracing::warn!(%peer, max = MAX_CONNECTIONS, "connection limit reached, refusing");
-            continue;
+        let guard = match counts.take(cfg.max_connections, cfg.max_connections_per_shard) {
+            Ok(g) => g,
+            Err(which) => {
+                // Dropping the stream closes it: the client sees the connection end at once
+                // rather than hang in the listen backlog.
+                tracing::warn!(%peer, shard = shard.id, limit = which, "connection limit reached, refusing");
+                continue;
+            }
         };
-        let (tx, rx) = mailbox(OUTBOX_CAPACITY);
+        let (tx, rx) = mailbox(outbox_capacity);
         let info = ConnInfo {
             id: shard.next_conn_id(),
             peer,
@@ -332,26 +360,37 @@ async fn accept_loop(shard: Rc<Shard>, listener: Listener, fast_port: bool) {
     }
 }
 
-/// Connections open across all shards (bounded by MAX_CONNECTIONS).
-static OPEN_CONNECTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// The open-connection counters a new connection is admitted against.
+#[derive(Clone)]
+struct ConnectionCounts {
+    /// Across all shards: shared between threads.
+    broker: Arc<AtomicUsize>,
+    /// This shard's listeners only: local, no atomics.
+    shard: Rc<Cell<usize>>,
+}
 
-/// One admitted connection; dropping it frees the slot.
-struct ConnectionSlot;
-
-impl ConnectionSlot {
-    fn take() -> Option<ConnectionSlot> {
-        use std::sync::atomic::Ordering;
-        if OPEN_CONNECTIONS.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-            OPEN_CONNECTIONS.fetch_sub(1, Ordering::AcqRel);
-            return None;
+impl ConnectionCounts {
+    /// Admits one connection, or names the limit that refused it.
+    fn take(&self, max_broker: usize, max_shard: usize) -> Result<ConnectionSlot, &'static str> {
+        if self.shard.get() >= max_shard {
+            return Err("maxConnectionsPerShard");
         }
-        Some(ConnectionSlot)
+        if self.broker.fetch_add(1, Ordering::AcqRel) >= max_broker {
+            self.broker.fetch_sub(1, Ordering::AcqRel);
+            return Err("maxConnections");
+        }
+        self.shard.set(self.shard.get() + 1);
+        Ok(ConnectionSlot(self.clone()))
     }
 }
 
+/// One admitted connection; dropping it frees its slot in both counts.
+struct ConnectionSlot(ConnectionCounts);
+
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        OPEN_CONNECTIONS.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.shard.set(self.0.shard.get() - 1);
+        self.0.broker.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

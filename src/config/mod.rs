@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 
 use crate::store::config::{DeleteWhen, FlushDiskType, StoreConfig};
 
+pub mod limits;
+
+pub use limits::Limits;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
@@ -53,6 +57,8 @@ pub struct BrokerConfig {
     pub shard_count: usize,
     /// ringmq: pin shards and the writer to cores.
     pub pin_cores: bool,
+    /// Connection and queueing limits (see `limits`).
+    pub limits: Limits,
     pub store: StoreConfig,
     /// Keys we read but do not act on.
     pub unknown: BTreeMap<String, String>,
@@ -84,6 +90,7 @@ impl Default for BrokerConfig {
             max_reconsume_times: 16,
             shard_count: 0,
             pin_cores: true,
+            limits: Limits::default(),
             store,
             unknown: BTreeMap::new(),
         }
@@ -166,6 +173,9 @@ impl BrokerConfig {
 
     /// Applies one RocketMQ-named key.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        if let Some(done) = self.limits.set(key, value) {
+            return done;
+        }
         let s = &mut self.store;
         match key {
             "brokerClusterName" => self.broker_cluster_name = value.into(),
@@ -226,7 +236,13 @@ impl BrokerConfig {
                 s.delete_consume_queue_files_interval_ms = num(key, value)?
             }
             "checkCRCOnRecover" => s.check_crc_on_recover = boolean(key, value)?,
-            "maxMessageSize" => s.max_message_size = num(key, value)?,
+            "maxMessageSize" => {
+                s.max_message_size = num(key, value)?;
+                if s.max_message_size == 0 {
+                    return Err(invalid(key, value, "must be at least 1 byte"));
+                }
+            }
+            "writerInboxCapacity" => s.writer_inbox_capacity = num(key, value)?,
             "warmMapedFileEnable" | "warmMappedFileEnable" => {
                 s.warm_mapped_file = boolean(key, value)?
             }
@@ -256,6 +272,7 @@ impl BrokerConfig {
                 "must fit in one commit log segment",
             ));
         }
+        self.limits.validate(&self.store)?;
         if self.broker_name.is_empty() || self.broker_cluster_name.is_empty() {
             return Err(invalid(
                 "brokerName",

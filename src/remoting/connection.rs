@@ -1,11 +1,13 @@
 //! One connection's life: read frames, run each request as a local task, write the outbox.
 //!
-//! Bounds: a frame larger than `max_frame_len` closes the connection (as Java's decoder does);
-//! at most `MAX_INFLIGHT_PER_CONN` requests run at once per connection (reading pauses past it);
-//! the outbox holds at most `OUTBOX_CAPACITY` entries, and a client that lets it fill up (it stopped
-//! reading) is disconnected so its memory is freed. Reading pauses while the outbox is written, so
-//! a client that stops reading early parks the writer instead: one drain of the outbox that has
-//! not finished after `idle_timeout` also disconnects. A connection idle for `idle_timeout` closes.
+//! Bounds (all in [`ConnLimits`], from the broker config): a frame larger than `max_frame_len`
+//! closes the connection (as Java's decoder does); at most `max_inflight` requests run at once per
+//! connection (reading pauses past it); the outbox (sized by the caller, larger than
+//! `max_inflight`) is full only when the client stopped reading, and that client is disconnected
+//! so its memory is freed. Reading pauses while the outbox is written, so a client that stops
+//! reading early parks the writer instead: no outbox entry completing within
+//! `write_stall_timeout` also disconnects. A connection with no traffic for `idle_timeout`
+//! closes (RocketMQ's serverChannelMaxIdleTimeSeconds).
 
 use std::cell::Cell;
 use std::os::fd::AsRawFd;
@@ -16,7 +18,10 @@ use bytes::BytesMut;
 use futures_lite::FutureExt;
 
 use super::{ConnInfo, Handler, Outbound};
-use crate::constants::{MAX_INFLIGHT_PER_CONN, READ_CHUNK, READ_CHUNK_INITIAL};
+use crate::constants::{
+    IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, MAX_INFLIGHT_PER_CONN, READ_CHUNK, READ_CHUNK_INITIAL,
+    WRITE_STALL_TIMEOUT_MS,
+};
 use crate::protocol::frame::split_frame;
 use crate::protocol::RemotingCommand;
 use crate::runtime::net::Stream;
@@ -26,7 +31,21 @@ use crate::runtime::{self, MailboxReceiver, SendError};
 #[derive(Clone, Copy, Debug)]
 pub struct ConnLimits {
     pub max_frame_len: usize,
+    pub max_inflight: usize,
     pub idle_timeout: Duration,
+    pub write_stall_timeout: Duration,
+}
+
+impl Default for ConnLimits {
+    /// The constants: what the name server uses (the broker's come from its config).
+    fn default() -> Self {
+        ConnLimits {
+            max_frame_len: MAX_FRAME_LEN,
+            max_inflight: MAX_INFLIGHT_PER_CONN,
+            idle_timeout: Duration::from_secs(IDLE_TIMEOUT_SECS),
+            write_stall_timeout: Duration::from_millis(WRITE_STALL_TIMEOUT_MS),
+        }
+    }
 }
 
 /// Local state shared between the connection task and its request tasks (same shard).
@@ -72,7 +91,7 @@ pub async fn serve<H: Handler>(
     let mut chunk = vec![0u8; READ_CHUNK_INITIAL];
     let mut last_activity = Instant::now();
     let reason = loop {
-        let can_read = shared.inflight.get() < MAX_INFLIGHT_PER_CONN;
+        let can_read = shared.inflight.get() < limits.max_inflight;
         let ev = {
             let out = async { Event::Out(outbox_rx.recv().await) };
             let tick = async {
@@ -101,17 +120,17 @@ pub async fn serve<H: Handler>(
             Event::Read(Err(e)) => break format!("read error: {e}"),
             Event::Out(None) => break "outbox closed".to_string(),
             Event::Out(Some(first)) => {
-                last_activity = Instant::now();
                 // A peer that stops reading parks this task in a write; without a bound the idle
                 // timer never runs and the connection (and its queued responses) live forever.
-                let stalled = async {
-                    runtime::sleep(limits.idle_timeout).await;
-                    Err("write stalled: client not reading its responses".to_string())
-                };
-                let written = write_out(&mut stream, &*handler, first, &outbox_rx).or(stalled);
-                if let Err(e) = written.await {
+                // The bound is on progress, not on the whole drain: a long drain to a client that
+                // reads slowly but steadily goes on, one entry not written for the timeout stops.
+                let progress = Cell::new(Instant::now());
+                let stalled = write_watchdog(&progress, limits.write_stall_timeout);
+                let written = write_out(&mut stream, &*handler, first, &outbox_rx, &progress);
+                if let Err(e) = written.or(stalled).await {
                     break e;
                 }
+                last_activity = progress.get();
             }
             Event::Tick => {
                 if last_activity.elapsed() > limits.idle_timeout {
@@ -182,12 +201,30 @@ fn dispatch_frames<H: Handler>(
     }
 }
 
+/// Resolves with an error once `progress` (the instant the last outbox entry was written) is
+/// more than `timeout` old. One timer per drain in the common case: it re-arms only if a drain
+/// outlives it while still making progress.
+async fn write_watchdog(progress: &Cell<Instant>, timeout: Duration) -> Result<(), String> {
+    loop {
+        let since = progress.get().elapsed();
+        if since >= timeout {
+            return Err(format!(
+                "write stalled for {} ms: client not reading its responses",
+                since.as_millis()
+            ));
+        }
+        runtime::sleep(timeout - since).await;
+    }
+}
+
 /// Writes `first` and then everything else already queued, so one wake-up drains the outbox.
+/// `progress` is set to now after each entry is written.
 async fn write_out<H: Handler>(
     stream: &mut Stream,
     handler: &H,
     first: Outbound,
     outbox_rx: &MailboxReceiver<Outbound>,
+    progress: &Cell<Instant>,
 ) -> Result<(), String> {
     let mut next = Some(first);
     while let Some(out) = next.take() {
@@ -213,6 +250,7 @@ async fn write_out<H: Handler>(
             }
             Outbound::Close => return Err("closed by server".into()),
         }
+        progress.set(Instant::now());
         next = outbox_rx.try_recv();
     }
     Ok(())

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use crate::constants::{
     COMMIT_LOG_FILE_SIZE_DEFAULT, CONSUME_QUEUE_FILE_SIZE_DEFAULT, MAX_MESSAGE_SIZE_DEFAULT,
-    MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RETENTION_CHECK_INTERVAL_MS,
+    MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
 };
 use crate::store::fault::FaultHook;
 use crate::store::StoreError;
@@ -41,6 +41,8 @@ pub struct StoreConfig {
     pub clean_file_forcibly_enable: bool,
     pub check_crc_on_recover: bool,
     pub max_message_size: usize,
+    /// Append requests the writer inbox holds; a full inbox answers SYSTEM_BUSY.
+    pub writer_inbox_capacity: usize,
     pub max_hash_slot_num: u32,
     pub max_index_num: u32,
     pub message_index_enable: bool,
@@ -79,6 +81,7 @@ impl Default for StoreConfig {
             clean_file_forcibly_enable: true,
             check_crc_on_recover: true,
             max_message_size: MAX_MESSAGE_SIZE_DEFAULT,
+            writer_inbox_capacity: WRITER_INBOX_CAPACITY,
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,
             message_index_enable: true,
@@ -121,6 +124,12 @@ impl StoreConfig {
                 "maxMessageSize {} does not fit a {seg}-byte segment",
                 self.max_message_size
             )));
+        }
+        if self.writer_inbox_capacity == 0 {
+            // A zero-capacity channel is a rendezvous: every try_append would fail.
+            return Err(StoreError::Invalid(
+                "writerInboxCapacity must be at least 1".into(),
+            ));
         }
         if self.disk_max_used_space_ratio == 0 || self.disk_max_used_space_ratio > 95 {
             return Err(StoreError::Invalid(format!(

@@ -20,7 +20,6 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Sender, TrySendError};
 
-use crate::constants::WRITER_INBOX_CAPACITY;
 use crate::store::{
     Checkpoint, CommitLog, ConsumeQueue, CqUnit, IndexService, OpenedStore, StoreConfig, StoreError,
 };
@@ -206,7 +205,7 @@ pub fn spawn_writer(
     cfg: &StoreConfig,
     dispatcher: Box<dyn Dispatcher>,
 ) -> Result<WriterHandle, StoreError> {
-    let (tx, rx) = bounded(WRITER_INBOX_CAPACITY);
+    let (tx, rx) = bounded(cfg.writer_inbox_capacity);
     let published = Arc::new(Published::default());
     published
         .max_phy
