@@ -88,7 +88,9 @@ pub async fn serve<H: Handler>(
     // Buffers start small and grow only for connections that fill them: an idle connection
     // must cost little (a thousand of them used to hold 64 KiB of zeroed read chunk each).
     let mut rbuf = BytesMut::new();
-    let mut chunk = vec![0u8; READ_CHUNK_INITIAL];
+    // Bytes asked of one read; doubles up to READ_CHUNK while reads fill it. Reads land in
+    // `rbuf` itself, so request bodies are copied once (socket -> rbuf) before frames split off.
+    let mut want = READ_CHUNK_INITIAL;
     let mut last_activity = Instant::now();
     let reason = loop {
         let can_read = shared.inflight.get() < limits.max_inflight;
@@ -99,8 +101,18 @@ pub async fn serve<H: Handler>(
                 Event::Tick
             };
             if can_read {
-                let read = async { Event::Read(stream.read(&mut chunk).await) };
-                read.or(out).or(tick).await
+                let len = rbuf.len();
+                rbuf.resize(len + want, 0);
+                let ev = {
+                    let read = async { Event::Read(stream.read(&mut rbuf[len..]).await) };
+                    read.or(out).or(tick).await
+                };
+                let got = match &ev {
+                    Event::Read(Ok(n)) => *n,
+                    _ => 0,
+                };
+                rbuf.truncate(len + got);
+                ev
             } else {
                 out.or(tick).await
             }
@@ -109,9 +121,8 @@ pub async fn serve<H: Handler>(
             Event::Read(Ok(0)) => break "peer closed".to_string(),
             Event::Read(Ok(n)) => {
                 last_activity = Instant::now();
-                rbuf.extend_from_slice(&chunk[..n]);
-                if n == chunk.len() && chunk.len() < READ_CHUNK {
-                    chunk.resize((chunk.len() * 2).min(READ_CHUNK), 0);
+                if n == want && want < READ_CHUNK {
+                    want = (want * 2).min(READ_CHUNK);
                 }
                 if let Err(e) = dispatch_frames(&mut rbuf, &handler, &info, &shared, limits) {
                     break e;
