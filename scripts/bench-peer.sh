@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: ringmq against the rocketmq-rust 1.0.0 peer (docs: PEER.md), driven by
 # the same load generator (ringmq-bench) with the same settings, alternating, REPEATS times.
+# Opt-in workloads C1/C2/C4 drive both brokers with the real client rocketmq-client-rust 1.0.0
+# instead (bench/client_workloads.rs: sync send 1 and 16 in flight, push-consumer drain).
 #
 # For each workload and repeat it starts one system on fresh store dirs under /tmp (name server
 # 9876, broker 10911), waits for the ports, runs ringmq-bench --json, stops the processes it
 # started (by pid) and wipes the store; then the other system. Prints one markdown table of
-# medians and the ratio ringmq/peer, and keeps raw JSON lines and logs in $RESULTS.
+# medians and the ratio ringmq/peer, keeps raw JSON lines and logs in $RESULTS, and draws PNG
+# charts of them into $RESULTS/plots (ringmq-bench plot; skipped if the font is missing).
 #
 # Environment knobs (defaults in brackets):
 #   DURATION [10]  measured seconds per run     WARMUP [2]     unmeasured seconds first
 #   REPEATS  [3]   pairs per workload           BACKLOG [1000000] W4 prefill/drain size
-#   QUEUES   [8]   topic queues                 WORKLOADS ["W1 W2 W3 W4 W5 W6 W7"]
+#   QUEUES   [8]   topic queues                 WORKLOADS ["W1 W2 W3 W4 W5 W6 W7"]; also C1 C2 C4
 #   SYSTEMS  ["ringmq peer"]                    RESULTS [bench/results/<timestamp>]
 #   PEER [~/.cache/ringmq-peer]  SKIP_BUILD [0] (1 = use existing binaries)
 #   PEER_BUILD_WAIT [3600] seconds  BENCH, RINGMQ: binaries (default: $CARGO_TARGET_DIR/release/)
 #   CARGO_TARGET_DIR [./target]  where ringmq and ringmq-bench are built
 #   RUN_TIMEOUT [1200] seconds one ringmq-bench run may take before it is killed
+#   CLIENT_BENCH: the client_workloads binary (default: built by `cargo bench --no-run`, or with
+#     SKIP_BUILD=1 the newest $CARGO_TARGET_DIR/release/deps/client_workloads-*)
+#   PLOT_FONT [/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf] (Debian: fonts-dejavu-core)
 # Quick pass: DURATION=3 WARMUP=1 REPEATS=1 BACKLOG=100000 scripts/bench-peer.sh
 set -euo pipefail
 
@@ -32,6 +38,8 @@ RESULTS=${RESULTS:-$REPO/bench/results/$(date +%Y%m%d-%H%M%S)}
 TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 BENCH=${BENCH:-$TARGET_DIR/release/ringmq-bench}
 RINGMQ=${RINGMQ:-$TARGET_DIR/release/ringmq}
+PLOT_FONT=${PLOT_FONT:-/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf}
+CLIENT_BENCH=${CLIENT_BENCH:-}
 NS_PORT=9876
 BROKER_PORT=10911
 
@@ -45,6 +53,24 @@ build_ringmq() {
   if [[ ${SKIP_BUILD:-0} == 1 ]]; then return; fi
   log "building ringmq and ringmq-bench (release)"
   (cd "$REPO" && cargo build --release --bins)
+}
+
+# The C workloads' binary is a `[[bench]]` target (it needs the client, a dev-dependency); its
+# file name carries a hash, so ask cargo for it, or take the newest one with SKIP_BUILD=1.
+build_client() {
+  [[ -n $CLIENT_BENCH ]] && return
+  if [[ ${SKIP_BUILD:-0} == 1 ]]; then
+    CLIENT_BENCH=$(find "$TARGET_DIR/release/deps" -maxdepth 1 -type f -executable \
+      -name 'client_workloads-*' -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -n1 | cut -d' ' -f2-)
+  else
+    log "building the client workloads (cargo bench --no-run, release)"
+    CLIENT_BENCH=$(cd "$REPO" && cargo bench --locked --bench client_workloads --no-run \
+      --message-format=json | jq -r 'select(.executable != null) | .executable' | tail -n1)
+  fi
+  [[ -n $CLIENT_BENCH && -x $CLIENT_BENCH ]] || {
+    log "no client_workloads binary; build it with cargo bench --bench client_workloads --no-run"
+    exit 1
+  }
 }
 
 peer_ready() { [[ -x $PEER/bin/rocketmq-namesrv-rust && -x $PEER/bin/rocketmq-broker-rust ]]; }
@@ -181,7 +207,7 @@ start_ringmq() { # flush tag
 }
 
 # ---------------------------------------------------------------- workloads
-# workload -> "flush|ringmq-bench arguments"
+# workload -> "flush|arguments"; W* run ringmq-bench, C* run client_workloads (is_client)
 case_of() {
   local common="--warmup $WARMUP --duration $DURATION"
   case $1 in
@@ -195,9 +221,14 @@ case_of() {
     W6) echo "SYNC_FLUSH|send --inflight 64 $common" ;;
     W7-128) echo "ASYNC_FLUSH|send --inflight 16 --size 128 $common" ;;
     W7-16k) echo "ASYNC_FLUSH|send --inflight 16 --size 16384 $common" ;;
+    C1) echo "ASYNC_FLUSH|c1 --inflight 1 $common" ;;
+    C2) echo "ASYNC_FLUSH|c2 --inflight 16 $common" ;;
+    C4) echo "ASYNC_FLUSH|c4 --backlog $BACKLOG" ;;
     *) log "unknown workload $1"; exit 1 ;;
   esac
 }
+
+is_client() { [[ $1 == C* ]]; }
 
 expand() {
   local w
@@ -221,10 +252,16 @@ run_one() { # system workload repeat
     echo "{\"workload\":\"$w\",\"system\":\"$sys\",\"repeat\":$r,\"failure\":\"start failed\"}" >>"$RAW"
     return
   fi
-  log "$tag: ringmq-bench $args"
+  local cmd=("$BENCH")
+  if is_client "$w"; then
+    cmd=("$CLIENT_BENCH" --broker "127.0.0.1:$BROKER_PORT")
+  else
+    args+=" --quiet"
+  fi
+  log "$tag: $(basename "${cmd[0]}") $args"
   set +e
   # shellcheck disable=SC2086
-  out=$(timeout "${RUN_TIMEOUT:-1200}" "$BENCH" $args --namesrv 127.0.0.1:$NS_PORT --queues "$QUEUES" --json --quiet \
+  out=$(timeout "${RUN_TIMEOUT:-1200}" "${cmd[@]}" $args --namesrv 127.0.0.1:$NS_PORT --queues "$QUEUES" --json \
     --broker-pid "$BROKER_PID" --label "$sys" --flush-mode "$flush" 2>"$RESULTS/logs/$tag-bench.log")
   rc=$?
   set -e
@@ -241,6 +278,7 @@ run_one() { # system workload repeat
 # ---------------------------------------------------------------- main
 build_ringmq
 [[ $SYSTEMS == *peer* ]] && build_peer
+for w in $WORKLOADS; do if is_client "$w"; then build_client; break; fi; done
 [[ -x $BENCH ]] || { log "missing $BENCH"; exit 1; }
 [[ $SYSTEMS != *ringmq* || -x $RINGMQ ]] || { log "missing $RINGMQ"; exit 1; }
 log "results in $RESULTS (DURATION=$DURATION WARMUP=$WARMUP REPEATS=$REPEATS BACKLOG=$BACKLOG)"
@@ -272,6 +310,11 @@ def med(runs, f):
     vals = [f(r) for r in runs if not r.get("failure") and f(r) is not None]
     return statistics.median(vals) if vals else None
 
+def lat(r, k):
+    # No samples (C4's push consumer hides its pulls) is "no latency", not 0 us.
+    l = r.get("latency_us")
+    return l[k] if l and l.get("samples", 1) else None
+
 def fmt(v, nd=0):
     return "-" if v is None else f"{v:,.{nd}f}"
 
@@ -292,9 +335,9 @@ for w, by in rows.items():
         m = {
             "tp": med(runs, lambda r: r.get("throughput_msgs")),
             "mb": med(runs, lambda r: r.get("throughput_mb_s")),
-            "p50": med(runs, lambda r: r["latency_us"]["p50"] if "latency_us" in r else None),
-            "p99": med(runs, lambda r: r["latency_us"]["p99"] if "latency_us" in r else None),
-            "p999": med(runs, lambda r: r["latency_us"]["p999"] if "latency_us" in r else None),
+            "p50": med(runs, lambda r: lat(r, "p50")),
+            "p99": med(runs, lambda r: lat(r, "p99")),
+            "p999": med(runs, lambda r: lat(r, "p999")),
             "cpu": med(runs, lambda r: r.get("broker_cpu_pct")),
         }
         fails = sum(1 for r in runs if r.get("failure"))
@@ -311,3 +354,10 @@ for w, by in rows.items():
 PY
 cat "$RESULTS/table.md"
 log "raw JSON lines: $RAW; table: $RESULTS/table.md"
+if [[ ! -r $PLOT_FONT ]]; then
+  log "plots skipped: font $PLOT_FONT not found (apt-get install fonts-dejavu-core, or set PLOT_FONT)"
+elif "$BENCH" plot --input "$RAW" --out-dir "$RESULTS/plots" --prefix results --font "$PLOT_FONT" >/dev/null; then
+  log "plots: $RESULTS/plots/results-throughput.png, results-latency.png"
+else
+  log "plots failed (the table and raw JSON lines above are complete)"
+fi

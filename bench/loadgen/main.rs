@@ -1,6 +1,7 @@
 //! ringmq-bench: a lean RocketMQ remoting load generator (send, batch, oneway, pull, e2e) that
 //! speaks the wire protocol directly through ringmq's own codec, so it measures any
 //! wire-compatible broker (ringmq, rocketmq-rust, Apache RocketMQ) rather than a client library.
+//! `ringmq-bench plot` draws PNG charts of the JSON lines `scripts/bench-peer.sh` collects.
 //!
 //! This file owns the command line and the run orchestration (route, phases, warm-up,
 //! duration/count, progress, summary). Per-message work lives in `send` and `pull`, which use
@@ -10,6 +11,7 @@
 //! failed part-way (summary still printed), 2 = it could not start.
 
 mod pacer;
+mod plot;
 mod pull;
 mod record;
 mod route;
@@ -46,6 +48,8 @@ enum Mode {
     E2e,
     /// A null broker on --listen that acknowledges every send (measures this generator).
     Sink,
+    /// PNG charts (throughput, latency percentiles) of bench-peer.sh JSON lines (--input).
+    Plot,
 }
 
 #[derive(Parser, Debug, Clone)]
@@ -130,10 +134,25 @@ struct Args {
     /// No per-second progress lines.
     #[arg(long)]
     quiet: bool,
+    /// Plot mode: the JSON lines file (raw.jsonl of bench-peer.sh).
+    #[arg(long)]
+    input: Option<std::path::PathBuf>,
+    /// Plot mode: where the PNGs go.
+    #[arg(long, default_value = "bench/plots")]
+    out_dir: std::path::PathBuf,
+    /// Plot mode: file name prefix (default: the input's file stem).
+    #[arg(long)]
+    prefix: Option<String>,
+    /// Plot mode: TrueType font for the text.
+    #[arg(long, default_value = plot::DEFAULT_FONT)]
+    font: std::path::PathBuf,
 }
 
 fn main() {
     let args = Args::parse();
+    if args.mode == Mode::Plot {
+        std::process::exit(run_plot(&args));
+    }
     if args.mode == Mode::Sink {
         if let Err(e) = sink::serve(&args.listen) {
             eprintln!("ringmq-bench: {e}");
@@ -162,6 +181,25 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+fn run_plot(a: &Args) -> i32 {
+    let Some(input) = &a.input else {
+        eprintln!("ringmq-bench: plot needs --input FILE.jsonl");
+        return 2;
+    };
+    match plot::plot_file(input, &a.out_dir, a.prefix.as_deref(), &a.font) {
+        Ok(paths) => {
+            for p in paths {
+                println!("{}", p.display());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("ringmq-bench plot: {e}");
+            1
+        }
+    }
 }
 
 fn validate(a: &Args) -> Result<(), String> {
@@ -214,7 +252,7 @@ fn run(a: &Args) -> Result<Summary, String> {
         Mode::Send | Mode::Batch | Mode::Oneway => run_send(a, &target, &mut s)?,
         Mode::Pull => run_pull(a, &target, &mut s)?,
         Mode::E2e => run_e2e(a, &target, &mut s)?,
-        Mode::Sink => unreachable!("sink is served before run"),
+        Mode::Sink | Mode::Plot => unreachable!("sink and plot are handled before run"),
     }
     Ok(s)
 }
@@ -441,6 +479,7 @@ fn a_label(m: Mode) -> &'static str {
         Mode::Pull => "pull",
         Mode::E2e => "e2e",
         Mode::Sink => "sink",
+        Mode::Plot => "plot",
     }
 }
 
