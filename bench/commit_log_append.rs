@@ -138,6 +138,19 @@ fn sync_rate(root: PathBuf, threads: u64, secs: u64) -> (f64, f64, u64) {
     }
     let el = t.elapsed().as_secs_f64();
     let n = count.load(Ordering::Relaxed);
+    if let Some(st) = w.group_commit_stats() {
+        let rounds = st.group_commits.load(Ordering::Relaxed).max(1);
+        let recs = st.records.load(Ordering::Relaxed);
+        let sync_us = st.sync_us_total.load(Ordering::Relaxed);
+        println!(
+            "  sync: {rounds} group commits, {:.1} records and {:.0} KiB per fdatasync, \
+             {:.2} ms per fdatasync, fdatasync busy {:.0}% of the run",
+            recs as f64 / rounds as f64,
+            st.bytes.load(Ordering::Relaxed) as f64 / rounds as f64 / 1024.0,
+            sync_us as f64 / rounds as f64 / 1000.0,
+            sync_us as f64 / 1e4 / el
+        );
+    }
     w.shutdown().expect("shutdown");
     ((n * 1024) as f64 / el / 1e6, n as f64 / el, n)
 }
