@@ -5,8 +5,10 @@
 //! fdatasync (~1.5 GB/s on the reference VM, PERFORMANCE.md B1). ASYNC_FLUSH append should
 //! reach >= 70 % of it: the writer does one memcpy per record into a preallocated mapping and
 //! flushes in the background. SYNC_FLUSH with 64 concurrent single-record appenders is bound by
-//! fdatasync latency (0.25-4 ms): at most 64 KiB per flush, so ~16-250 MB/s; group commit
-//! is what keeps it from being 64x lower.
+//! fdatasync latency (0.25-4 ms): the group-commit thread syncs everything written while its
+//! previous fdatasync ran, so the appenders settle into two cohorts of ~32 records per sync,
+//! ~8-130 MB/s; group commit is what keeps it from being 32-64x lower. The `sync:` line shows
+//! records, bytes and milliseconds per fdatasync, which tell which of the two limits bites.
 //!
 //! Env: RINGMQ_BENCH_DIR (default /tmp), RINGMQ_BENCH_MB (raw and async volume, default 1024),
 //! RINGMQ_BENCH_SYNC_SECS (default 5), RINGMQ_BENCH_SYNC_THREADS (default 64).
