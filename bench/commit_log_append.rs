@@ -5,8 +5,10 @@
 //! fdatasync (~1.5 GB/s on the reference VM, PERFORMANCE.md B1). ASYNC_FLUSH append should
 //! reach >= 70 % of it: the writer does one memcpy per record into a preallocated mapping and
 //! flushes in the background. SYNC_FLUSH with 64 concurrent single-record appenders is bound by
-//! fdatasync latency (0.25-4 ms): at most 64 KiB per flush, so ~16-250 MB/s; group commit
-//! is what keeps it from being 64x lower.
+//! fdatasync latency (0.25-4 ms): the group-commit thread syncs everything written while its
+//! previous fdatasync ran, so the appenders settle into two cohorts of ~32 records per sync,
+//! ~8-130 MB/s; group commit is what keeps it from being 32-64x lower. The `sync:` line shows
+//! records, bytes and milliseconds per fdatasync, which tell which of the two limits bites.
 //!
 //! Env: RINGMQ_BENCH_DIR (default /tmp), RINGMQ_BENCH_MB (raw and async volume, default 1024),
 //! RINGMQ_BENCH_SYNC_SECS (default 5), RINGMQ_BENCH_SYNC_THREADS (default 64).
@@ -138,6 +140,19 @@ fn sync_rate(root: PathBuf, threads: u64, secs: u64) -> (f64, f64, u64) {
     }
     let el = t.elapsed().as_secs_f64();
     let n = count.load(Ordering::Relaxed);
+    if let Some(st) = w.group_commit_stats() {
+        let rounds = st.group_commits.load(Ordering::Relaxed).max(1);
+        let recs = st.records.load(Ordering::Relaxed);
+        let sync_us = st.sync_us_total.load(Ordering::Relaxed);
+        println!(
+            "  sync: {rounds} group commits, {:.1} records and {:.0} KiB per fdatasync, \
+             {:.2} ms per fdatasync, fdatasync busy {:.0}% of the run",
+            recs as f64 / rounds as f64,
+            st.bytes.load(Ordering::Relaxed) as f64 / rounds as f64 / 1024.0,
+            sync_us as f64 / rounds as f64 / 1000.0,
+            sync_us as f64 / 1e4 / el
+        );
+    }
     w.shutdown().expect("shutdown");
     ((n * 1024) as f64 / el / 1e6, n as f64 / el, n)
 }

@@ -136,6 +136,10 @@ pub const WRITER_INBOX_CAPACITY: usize = 4096;
 pub const WRITER_BATCH_MAX_RECORDS: usize = 1024;
 /// Upper bound of bytes in one writer batch (soft, as above).
 pub const WRITER_BATCH_MAX_BYTES: usize = 4 << 20;
+/// Written SYNC_FLUSH batches queued for the group-commit thread; a full queue stalls the
+/// writer (its inbox then answers busy). With the batch bound this caps the bytes written but
+/// not yet covered by an fdatasync at 2 x 16 x 4 MiB (queued + the group being synced).
+pub const GROUP_COMMIT_QUEUE_CAPACITY: usize = 16;
 /// Segments a `CommitLogReader` keeps mapped.
 pub const READER_CACHE_SEGMENTS: usize = 8;
 /// Appends fail past `disk_max_used_space_ratio + this`, capped at `DISK_HARD_LIMIT_MAX_PCT`.

@@ -1,10 +1,11 @@
 //! The writer thread's loop: block for one request, drain up to the batch bound, write the
-//! batch, flush per policy, publish, dispatch, reply, index; periodic async flush, checkpoint
-//! and retention between batches.
+//! batch, then complete it: under ASYNC_FLUSH publish, dispatch, reply and index right here;
+//! under SYNC_FLUSH hand it to the group-commit thread (`group_commit`) and index it once that
+//! thread reports it durable. Periodic async flush, checkpoint and retention between batches.
 //!
 //! Runs only on the "ringmq-writer" thread (see `writer/mod.rs` for the invariants).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -12,9 +13,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::flusher::{FlushJob, Flusher};
+use super::group_commit::{GroupCommitRequest, GroupCommitService, GroupCommitStats};
 use super::{
-    AppendOutcome, AppendRequest, AppendStatus, DispatchUnit, Dispatcher, Msg, Published,
-    WriterParts,
+    replicate, AppendOutcome, AppendRecord, AppendReply, AppendRequest, AppendStatus, DispatchUnit,
+    Dispatcher, Msg, Published, WriterParts,
 };
 use crate::constants::{OS_PAGE_SIZE, WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS};
 use crate::protocol::message;
@@ -30,9 +32,12 @@ pub(super) struct WriterCore {
     queue_offsets: HashMap<String, HashMap<u32, u64>>,
     checkpoint: Checkpoint,
     cfg: StoreConfig,
-    dispatcher: Box<dyn Dispatcher>,
+    completion: Completion,
     published: Arc<Published>,
     flusher: Option<Flusher>,
+    /// SYNC_FLUSH: written requests with index keys, waiting for their covering fdatasync
+    /// (bounded by the group-commit queue: at most two queues' worth of batches in flight).
+    index_pending: VecDeque<IndexPending>,
     async_submitted: u64,
     disk_writable: bool,
     flush_failed: bool,
@@ -42,22 +47,43 @@ pub(super) struct WriterCore {
     last_index_timestamp: i64,
 }
 
+/// Who publishes `max_phy_offset`, dispatches and replies after a batch is written: one
+/// owner per flush mode.
+enum Completion {
+    /// ASYNC_FLUSH: the writer itself, right after the write.
+    Inline(Box<dyn Dispatcher>),
+    /// SYNC_FLUSH: the group-commit thread, after the fdatasync covering the batch.
+    GroupCommit(GroupCommitService),
+}
+
+/// A batch after its write: the requests, their (phy, queue) offsets, the units to dispatch.
+struct Written {
+    reqs: Vec<AppendRequest>,
+    placed: Vec<(Vec<u64>, Vec<u64>)>,
+    units: Vec<DispatchUnit>,
+    store_timestamp: i64,
+}
+
+/// Every request gets (a copy of) `e`.
+fn fail_requests(reqs: Vec<AppendRequest>, e: StoreError) {
+    let template = replicate(&e);
+    let mut first = Some(e);
+    for req in reqs {
+        (req.reply)(Err(first.take().unwrap_or_else(|| replicate(&template))));
+    }
+}
+
+/// Records of one written SYNC_FLUSH batch to index once `upto_phy` is durable (bodies dropped).
+struct IndexPending {
+    upto_phy: u64,
+    store_timestamp: i64,
+    done: Vec<(Vec<AppendRecord>, Vec<u64>)>,
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// A copy of `e` for every other request of a failed batch (`StoreError` is not Clone).
-fn replicate(e: &StoreError) -> StoreError {
-    match e {
-        StoreError::DiskFull(s) => StoreError::DiskFull(s.clone()),
-        StoreError::Io { path, source } => StoreError::Io {
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        other => StoreError::NotWritable(other.to_string()),
-    }
 }
 
 impl WriterCore {
@@ -71,12 +97,25 @@ impl WriterCore {
         for ((topic, qid), next) in parts.queue_offsets {
             queue_offsets.entry(topic).or_default().insert(qid, next);
         }
-        let flusher = match cfg.flush_disk_type {
-            FlushDiskType::AsyncFlush => Some(
-                Flusher::spawn(parts.commit_log.flushed_phy_offset())
-                    .map_err(|e| StoreError::io(&cfg.store_path_root_dir, e))?,
+        let log = &parts.commit_log;
+        let spawn_err = |e| StoreError::io(&cfg.store_path_root_dir, e);
+        let (flusher, completion) = match cfg.flush_disk_type {
+            FlushDiskType::AsyncFlush => (
+                Some(Flusher::spawn(log.flushed_phy_offset()).map_err(spawn_err)?),
+                Completion::Inline(dispatcher),
             ),
-            FlushDiskType::SyncFlush => None,
+            FlushDiskType::SyncFlush => {
+                let gc = GroupCommitService::spawn(
+                    log.flushed_phy_offset(),
+                    log.flushed_store_timestamp(),
+                    dispatcher,
+                    published.clone(),
+                    cfg.fault.clone(),
+                    log.dir().to_path_buf(),
+                )
+                .map_err(spawn_err)?;
+                (None, Completion::GroupCommit(gc))
+            }
         };
         let now = Instant::now();
         Ok(WriterCore {
@@ -86,9 +125,10 @@ impl WriterCore {
             queue_offsets,
             checkpoint: parts.checkpoint,
             cfg,
-            dispatcher,
+            completion,
             published,
             flusher,
+            index_pending: VecDeque::new(),
             disk_writable: true,
             flush_failed: false,
             last_flush: now,
@@ -96,6 +136,14 @@ impl WriterCore {
             last_retention: now,
             last_index_timestamp: 0,
         })
+    }
+
+    /// The group-commit figures (SYNC_FLUSH only).
+    pub(super) fn group_commit_stats(&self) -> Option<Arc<GroupCommitStats>> {
+        match &self.completion {
+            Completion::GroupCommit(gc) => Some(gc.stats.clone()),
+            Completion::Inline(_) => None,
+        }
     }
 
     pub(super) fn run(&mut self, rx: Receiver<Msg>) -> Result<(), StoreError> {
@@ -132,6 +180,7 @@ impl WriterCore {
                 }
             }
             self.process(batch);
+            self.index_durable();
             match stop {
                 Some(Msg::Shutdown) => return self.clean_shutdown(&rx),
                 Some(Msg::Abandon) => return Ok(()),
@@ -174,6 +223,7 @@ impl WriterCore {
     }
 
     fn process(&mut self, batch: Vec<AppendRequest>) {
+        self.observe_flush_failure();
         let mut ok_reqs = Vec::with_capacity(batch.len());
         for req in batch {
             let verdict = self.refusal().map_or_else(|| self.validate(&req), Err);
@@ -187,6 +237,7 @@ impl WriterCore {
         }
         let ts = now_ms();
         let mark = self.log.mark();
+        let start_phy = self.log.max_phy_offset();
         let mut undo: Vec<(usize, usize, u64)> = Vec::new(); // (req, rec, previous next offset)
         let mut placed: Vec<(Vec<u64>, Vec<u64>)> = Vec::with_capacity(ok_reqs.len());
         let mut units = Vec::new();
@@ -234,19 +285,11 @@ impl WriterCore {
             }
             placed.push((phys, qos));
         }
-        let mut status = AppendStatus::PutOk;
-        if failure.is_none()
-            && self.cfg.flush_disk_type == FlushDiskType::SyncFlush
-            && ok_reqs.iter().any(|r| r.wait_flush)
-        {
-            let t0 = Instant::now();
-            match self.log.flush() {
-                Ok(_) => {
-                    self.last_flush = Instant::now();
-                    if t0.elapsed() > Duration::from_millis(self.cfg.sync_flush_timeout_ms) {
-                        status = AppendStatus::FlushDiskTimeout;
-                    }
-                }
+        // SYNC_FLUSH: handles on the segments the batch touched, for the group-commit thread.
+        let mut files = Vec::new();
+        if failure.is_none() && matches!(self.completion, Completion::GroupCommit(_)) {
+            match self.segment_files_since(start_phy) {
+                Ok(f) => files = f,
                 Err(e) => failure = Some(e),
             }
         }
@@ -259,32 +302,154 @@ impl WriterCore {
                     q.insert(rec.queue_id, prev);
                 }
             }
-            let template = replicate(&e);
-            let mut first = Some(e);
-            for req in ok_reqs {
-                let err = first.take().unwrap_or_else(|| replicate(&template));
-                (req.reply)(Err(err));
-            }
+            fail_requests(ok_reqs, e);
             return;
         }
+        let written = Written {
+            reqs: ok_reqs,
+            placed,
+            units,
+            store_timestamp: ts,
+        };
+        if matches!(self.completion, Completion::Inline(_)) {
+            self.complete_inline(written);
+        } else {
+            self.hand_to_group_commit(written, files);
+        }
+    }
+
+    /// ASYNC_FLUSH: publish, dispatch, reply, index, all on this thread.
+    fn complete_inline(&mut self, w: Written) {
+        let Completion::Inline(dispatcher) = &mut self.completion else {
+            unreachable!("called in ASYNC_FLUSH mode only");
+        };
         self.published
             .max_phy
             .store(self.log.max_phy_offset(), Ordering::Release);
-        if !units.is_empty() {
-            self.dispatcher.dispatch(units);
+        if !w.units.is_empty() {
+            dispatcher.dispatch(w.units);
         }
-        let mut records_for_index = Vec::with_capacity(ok_reqs.len());
-        for (req, (phys, qos)) in ok_reqs.into_iter().zip(placed) {
+        let mut records_for_index = Vec::with_capacity(w.reqs.len());
+        for (req, (phys, qos)) in w.reqs.into_iter().zip(w.placed) {
             let outcome = AppendOutcome {
-                status,
+                status: AppendStatus::PutOk,
                 phy_offsets: phys.clone(),
                 queue_offsets: qos,
-                store_timestamp: ts,
+                store_timestamp: w.store_timestamp,
             };
             (req.reply)(Ok(outcome));
             records_for_index.push((req.records, phys));
         }
-        self.index_batch(records_for_index, ts);
+        self.index_batch(records_for_index, w.store_timestamp);
+    }
+
+    /// SYNC_FLUSH: wait_flush = false requests are answered now; the rest, the units and the
+    /// publish go to the group-commit thread; keys are indexed once the batch is durable.
+    fn hand_to_group_commit(&mut self, w: Written, files: Vec<(u64, std::fs::File)>) {
+        let index_enabled = self.index.is_some();
+        let mut waiters: Vec<(AppendReply, AppendOutcome)> = Vec::new();
+        let mut to_index = Vec::new();
+        for (req, (phys, qos)) in w.reqs.into_iter().zip(w.placed) {
+            let AppendRequest {
+                mut records,
+                wait_flush,
+                reply,
+            } = req;
+            if index_enabled && records.iter().any(|r| !r.keys.is_empty()) {
+                // Only topic and keys are indexed: free the bodies now, not after the fdatasync.
+                for r in &mut records {
+                    r.bytes = bytes::BytesMut::new();
+                }
+                to_index.push((records, phys.clone()));
+            }
+            let outcome = AppendOutcome {
+                status: AppendStatus::PutOk,
+                phy_offsets: phys,
+                queue_offsets: qos,
+                store_timestamp: w.store_timestamp,
+            };
+            if wait_flush {
+                waiters.push((reply, outcome));
+            } else {
+                reply(Ok(outcome));
+            }
+        }
+        let upto_phy = self.log.max_phy_offset();
+        let timeout = Duration::from_millis(self.cfg.sync_flush_timeout_ms);
+        let req = GroupCommitRequest {
+            files,
+            upto_phy,
+            store_timestamp: w.store_timestamp,
+            units: w.units,
+            waiters,
+            deadline: Instant::now().checked_add(timeout),
+        };
+        let Completion::GroupCommit(gc) = &self.completion else {
+            unreachable!("called in SYNC_FLUSH mode only");
+        };
+        if let Err(back) = gc.submit(req) {
+            // The thread is gone: nothing written from here on can become durable.
+            tracing::error!("group-commit thread stopped; refusing further appends");
+            self.flush_failed = true;
+            self.publish_writable();
+            let e = StoreError::NotWritable("the group-commit thread stopped".into());
+            let template = replicate(&e);
+            let mut first = Some(e);
+            for (reply, _) in back.waiters {
+                reply(Err(first.take().unwrap_or_else(|| replicate(&template))));
+            }
+            return;
+        }
+        if !to_index.is_empty() {
+            self.index_pending.push_back(IndexPending {
+                upto_phy,
+                store_timestamp: w.store_timestamp,
+                done: to_index,
+            });
+        }
+    }
+
+    /// (segment start, file handle) of every segment holding bytes in `[from, max_phy)`.
+    fn segment_files_since(&self, from: u64) -> Result<Vec<(u64, std::fs::File)>, StoreError> {
+        let end = self.log.max_phy_offset();
+        self.log
+            .segments()
+            .iter()
+            .filter(|s| s.end() > from && s.start() < end)
+            .map(|s| Ok((s.start(), s.try_clone_file()?)))
+            .collect()
+    }
+
+    /// SYNC_FLUSH: indexes the pending batches the group-commit thread made durable.
+    fn index_durable(&mut self) {
+        let Completion::GroupCommit(gc) = &self.completion else {
+            return;
+        };
+        let flushed = gc.state.flushed_phy.load(Ordering::Acquire);
+        while self
+            .index_pending
+            .front()
+            .is_some_and(|p| p.upto_phy <= flushed)
+        {
+            let p = self.index_pending.pop_front().expect("front checked");
+            self.index_batch(p.done, p.store_timestamp);
+        }
+    }
+
+    /// Takes note of a failed background flush (either mode): appends are refused from now on
+    /// and records not made durable are never indexed.
+    fn observe_flush_failure(&mut self) {
+        let failed = match (&self.flusher, &self.completion) {
+            (Some(f), _) => f.state.failed.load(Ordering::Acquire),
+            (None, Completion::GroupCommit(gc)) => gc.state.failed.load(Ordering::Acquire),
+            (None, Completion::Inline(_)) => false,
+        };
+        if failed && !self.flush_failed {
+            self.flush_failed = true;
+            self.publish_writable();
+            self.index_durable();
+            self.index_pending.clear();
+        }
     }
 
     /// Index keys after the replies: off the reply path.
@@ -307,6 +472,10 @@ impl WriterCore {
     }
 
     fn next_tick_in(&self) -> Duration {
+        if !self.index_pending.is_empty() {
+            // Keys wait for the group commit in flight, which takes about one fdatasync.
+            return Duration::from_millis(1);
+        }
         let flush = Duration::from_millis(self.cfg.flush_interval_commit_log_ms.max(1));
         let ret = Duration::from_millis(self.cfg.retention_check_interval_ms.max(1));
         let a = flush.saturating_sub(self.last_flush.elapsed());
@@ -316,6 +485,7 @@ impl WriterCore {
 
     /// Periodic work: flush policy, checkpoint, retention. Runs between batches.
     fn tick(&mut self) {
+        self.index_durable();
         let interval = Duration::from_millis(self.cfg.flush_interval_commit_log_ms);
         if self.last_flush.elapsed() >= interval {
             self.periodic_flush();
@@ -352,37 +522,25 @@ impl WriterCore {
             >= Duration::from_millis(self.cfg.flush_commit_log_thorough_interval_ms);
         let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
         self.last_flush = Instant::now();
-        match self.flusher.as_ref() {
-            Some(f) => {
-                if f.state.failed.load(Ordering::Acquire) && !self.flush_failed {
-                    self.flush_failed = true;
-                    self.publish_writable();
-                }
-                let dirty = self.log.max_phy_offset() - self.async_submitted;
-                if dirty == 0 || (dirty < least && !thorough) {
-                    return;
-                }
-                let files = match self.log.files_from(self.async_submitted) {
-                    Ok(f) => f,
-                    Err(e) => return tracing::error!(error = %e, "preparing async flush"),
-                };
-                let job = FlushJob {
-                    files,
-                    upto_phy: self.log.max_phy_offset(),
-                    store_timestamp: self.log.last_store_timestamp(),
-                };
-                if f.submit(job) {
-                    self.async_submitted = self.log.max_phy_offset();
-                }
+        self.observe_flush_failure();
+        // SYNC_FLUSH has nothing to do here: every written batch is already with the
+        // group-commit thread.
+        if let Some(f) = self.flusher.as_ref() {
+            let dirty = self.log.max_phy_offset() - self.async_submitted;
+            if dirty == 0 || (dirty < least && !thorough) {
+                return;
             }
-            None => {
-                if self.log.dirty_bytes() > 0 {
-                    if let Err(e) = self.log.flush() {
-                        tracing::error!(error = %e, "periodic commit-log flush failed");
-                        self.flush_failed = true;
-                        self.publish_writable();
-                    }
-                }
+            let files = match self.log.files_from(self.async_submitted) {
+                Ok(f) => f,
+                Err(e) => return tracing::error!(error = %e, "preparing async flush"),
+            };
+            let job = FlushJob {
+                files,
+                upto_phy: self.log.max_phy_offset(),
+                store_timestamp: self.log.last_store_timestamp(),
+            };
+            if f.submit(job) {
+                self.async_submitted = self.log.max_phy_offset();
             }
         }
         if thorough {
@@ -396,7 +554,14 @@ impl WriterCore {
             .flusher
             .as_ref()
             .map_or(0, |f| f.state.flushed_timestamp.load(Ordering::Acquire));
-        self.log.flushed_store_timestamp().max(async_ts)
+        let sync_ts = match &self.completion {
+            Completion::GroupCommit(gc) => gc.state.flushed_timestamp.load(Ordering::Acquire),
+            Completion::Inline(_) => 0,
+        };
+        self.log
+            .flushed_store_timestamp()
+            .max(async_ts)
+            .max(sync_ts)
     }
 
     fn write_checkpoint(&mut self) {
@@ -420,8 +585,21 @@ impl WriterCore {
         if !rest.is_empty() {
             self.process(rest);
         }
-        if let Some(mut f) = self.flusher.take() {
+        // Both threads finish what they were given (the group-commit thread replies to it).
+        if let Some(f) = self.flusher.as_mut() {
             f.stop();
+        }
+        if let Completion::GroupCommit(gc) = &mut self.completion {
+            gc.stop();
+        }
+        self.observe_flush_failure();
+        self.index_durable();
+        if self.flush_failed {
+            // After a failed fdatasync the page cache may not match the disk: leave the abort
+            // file so the next start verifies the tail record by record.
+            return Err(StoreError::NotWritable(
+                "a commit-log flush failed; the next start recovers from the commit log".into(),
+            ));
         }
         self.log.flush()?;
         if let Some(ix) = self.index.as_mut() {

@@ -1,17 +1,26 @@
 //! The CommitLog writer: one dedicated std thread ("ringmq-writer", optionally pinned) that is
 //! the only mutator of the commit log. It is the sequencer: it assigns physical and queue
-//! offsets, copies records into the mapped segment, applies the flush policy, dispatches the
-//! new consume-queue units, replies, then indexes keys.
+//! offsets, copies records into the mapped segment, then completes the batch: under
+//! ASYNC_FLUSH it publishes, dispatches the new consume-queue units, replies and indexes keys
+//! itself; under SYNC_FLUSH it hands the batch to the group-commit thread ("ringmq-sync-flush",
+//! `group_commit`), which owns publish, dispatch and the flush-waiting replies in that mode,
+//! and indexes the keys once that thread reports the batch durable.
 //!
 //! Callers: shards hold a `WriterSender` and call `try_append` (never blocks; a full inbox is
 //! SYSTEM_BUSY for the caller); the runtime owns the `WriterHandle` and calls `shutdown`.
 //! Invariants: replies happen after the write and, for SYNC_FLUSH + wait_flush, after the
-//! fdatasync covering the record; dispatch of a batch precedes its replies; `max_phy_offset`
-//! is published before dispatch and never covers bytes a failed batch wrote.
+//! fdatasync covering the record (SYNC_FLUSH requests with wait_flush = false are answered
+//! right after the write); dispatch of a batch precedes its flush-waiting replies;
+//! `max_phy_offset` is published before dispatch, in commit-log order, and never covers bytes
+//! a failed batch wrote or, under SYNC_FLUSH, bytes no successful fdatasync covered; after a
+//! failed flush appends are refused and a shutdown leaves the abort file for recovery.
 
 mod core;
 mod flusher;
+mod group_commit;
 pub mod testkit;
+
+pub use group_commit::GroupCommitStats;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -146,6 +155,7 @@ impl WriterSender {
 pub struct WriterHandle {
     sender: WriterSender,
     published: Arc<Published>,
+    group_commit_stats: Option<Arc<GroupCommitStats>>,
     thread: Option<JoinHandle<Result<(), StoreError>>>,
 }
 
@@ -165,6 +175,10 @@ impl WriterHandle {
     }
     pub fn clone_sender(&self) -> WriterSender {
         self.sender.clone()
+    }
+    /// Records and bytes per fdatasync so far (SYNC_FLUSH only).
+    pub fn group_commit_stats(&self) -> Option<&GroupCommitStats> {
+        self.group_commit_stats.as_deref()
     }
 
     /// Drains the inbox, flushes, writes the checkpoint, removes the abort file, joins.
@@ -215,6 +229,7 @@ pub fn spawn_writer(
         .store(store.commit_log.min_phy_offset(), Ordering::Release);
     published.writable.store(true, Ordering::Release);
     let mut core = core::WriterCore::new(store, cfg.clone(), dispatcher, published.clone())?;
+    let group_commit_stats = core.group_commit_stats();
     let pin = cfg.writer_core;
     let thread = std::thread::Builder::new()
         .name("ringmq-writer".into())
@@ -231,8 +246,21 @@ pub fn spawn_writer(
             published: published.clone(),
         },
         published,
+        group_commit_stats,
         thread: Some(thread),
     })
+}
+
+/// A copy of `e` for every other request of a failed batch (`StoreError` is not Clone).
+fn replicate(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::DiskFull(s) => StoreError::DiskFull(s.clone()),
+        StoreError::Io { path, source } => StoreError::Io {
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        other => StoreError::NotWritable(other.to_string()),
+    }
 }
 
 fn pin_to_cpu(cpu: usize) {

@@ -1,6 +1,8 @@
 //! Writer tests: offsets, group-commit replies, segment roll with the blank marker, reopen,
-//! fault injection (ENOSPC on allocation, EIO on flush), back-pressure, disk hard limit.
+//! fault injection (ENOSPC on allocation, EIO on flush), SYNC_FLUSH group commit (pipelining,
+//! FLUSH_DISK_TIMEOUT, deferred indexing), back-pressure, disk hard limit.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -146,28 +148,190 @@ fn disk_full_on_segment_allocation_rolls_back() {
     assert_eq!(o.queue_offsets[&("T".to_string(), 0)], ok.len() as u64 + 1);
 }
 
-/// Proves an fdatasync failure under SYNC_FLUSH fails every request of the batch, rolls the
-/// write position back (nothing published), and the next append reuses the offsets.
+/// Proves an fdatasync failure under SYNC_FLUSH fails the waiting request, publishes and
+/// dispatches nothing past the last good group commit, refuses every later append, and that
+/// shutdown then leaves the abort file so the next start recovers the tail from the log.
+/// (Before pipelined group commit the failed batch was rolled back and its offsets reused; now
+/// the writer may already have written later groups, so the store stops instead.)
 #[test]
-fn flush_error_fails_batch_and_rolls_back() {
+fn flush_error_fails_group_and_refuses_appends() {
     let dir = tempfile::tempdir().unwrap();
     let fault = Arc::new(FailNth::new(FaultPoint::Flush, 1, 1, libc::EIO));
     let c = StoreConfig {
         fault: Some(FaultHook(fault)),
         ..cfg(dir.path(), 256 << 10)
     };
-    let w = start(&c, Box::new(NullDispatcher));
+    let col = CollectingDispatcher::default();
+    let w = start(&c, Box::new(col.clone()));
     let s = w.clone_sender();
     let first = append_wait(&s, vec![record("T", 0, b"one", "")], true).unwrap();
     let e = append_wait(&s, vec![record("T", 0, b"two", "")], true).unwrap_err();
     assert!(matches!(e, StoreError::Io { .. }), "{e}");
+    assert_eq!(
+        w.max_phy_offset(),
+        95,
+        "nothing published past the good sync"
+    );
+    assert_eq!(
+        col.0.lock().unwrap().len(),
+        1,
+        "the failed record was not dispatched"
+    );
+    let third = append_wait(&s, vec![record("T", 0, b"three", "")], true).unwrap_err();
+    assert!(matches!(third, StoreError::NotWritable(_)), "{third}");
+    assert!(!w.is_writable());
     assert_eq!(w.max_phy_offset(), 95);
-    let third = append_wait(&s, vec![record("T", 0, b"three", "")], true).unwrap();
-    assert_eq!(third.phy_offsets[0], first.phy_offsets[0] + 95);
-    assert_eq!(third.queue_offsets[0], 1);
-    w.shutdown().unwrap();
+    assert!(
+        w.shutdown().is_err(),
+        "no clean shutdown after a failed flush"
+    );
+    assert!(dir.path().join("abort").exists());
     let o = open(&c).unwrap();
-    assert_eq!(o.commit_log.max_phy_offset(), 95 + 97);
+    assert!(o.recovered_from_crash);
+    // The injected failure left "two" in the page cache with a valid CRC: recovery keeps it
+    // (its producer saw an error, so a retry may duplicate it: at-least-once, as RocketMQ).
+    assert_eq!(o.commit_log.max_phy_offset(), 95 + 95);
+    assert_eq!(first.phy_offsets[0], 0);
+}
+
+/// Dispatcher whose first call blocks until the test opens the gate; collects every unit.
+struct FirstDispatchGate {
+    gate: Option<crossbeam_channel::Receiver<()>>,
+    units: Arc<std::sync::Mutex<Vec<DispatchUnit>>>,
+}
+
+impl Dispatcher for FirstDispatchGate {
+    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
+        if let Some(g) = self.gate.take() {
+            let _opened = g.recv();
+        }
+        self.units.lock().expect("units lock").extend(units);
+    }
+}
+
+/// Proves SYNC_FLUSH group commit is pipelined: while the group-commit thread is held inside
+/// the completion of one group, the writer keeps writing; wait_flush = false requests are
+/// answered right after their write; nothing written meanwhile is published; and once the
+/// thread is free it makes everything pending durable with one fdatasync round.
+#[test]
+fn group_commit_takes_everything_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 1 << 20);
+    let (open_gate, gate) = crossbeam_channel::bounded(1);
+    let units = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let w = start(
+        &c,
+        Box::new(FirstDispatchGate {
+            gate: Some(gate),
+            units: units.clone(),
+        }),
+    );
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let append = |body: &'static [u8], wait_flush: bool| {
+        let tx = tx.clone();
+        let req = AppendRequest {
+            records: vec![record("T", 0, body, "")],
+            wait_flush,
+            reply: Box::new(move |r| tx.send((body, r)).unwrap()),
+        };
+        assert!(w.try_append(req).is_ok());
+    };
+    append(b"held", true); // its group's dispatch blocks the group-commit thread
+    while w
+        .group_commit_stats()
+        .unwrap()
+        .group_commits
+        .load(Ordering::Relaxed)
+        == 0
+    {
+        std::thread::yield_now();
+    }
+    // At most one writer batch per request: this many batches plus the last fit in the
+    // group-commit queue, so the writer is never stalled by the held thread here.
+    let n = crate::constants::GROUP_COMMIT_QUEUE_CAPACITY - 1;
+    for _ in 0..n {
+        append(b"waits", true);
+    }
+    append(b"no-wait", false);
+    let (body, early) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        body, b"no-wait",
+        "only the wait_flush = false request is answered"
+    );
+    let early = early.unwrap();
+    assert_eq!(
+        early.phy_offsets[0],
+        96 + 97 * n as u64,
+        "written behind the others"
+    );
+    assert_eq!(
+        w.max_phy_offset(),
+        96,
+        "nothing published while the group is held"
+    );
+    assert!(rx.try_recv().is_err());
+    open_gate.send(()).unwrap();
+    let mut acks = Vec::new();
+    for _ in 0..=n {
+        let (body, r) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        acks.push((body, r.unwrap()));
+    }
+    assert_eq!(acks[0].0, b"held");
+    let qos: Vec<u64> = acks[1..].iter().map(|(_, o)| o.queue_offsets[0]).collect();
+    assert_eq!(
+        qos,
+        (1..=n as u64).collect::<Vec<_>>(),
+        "completed in commit-log order"
+    );
+    let stats = w.group_commit_stats().unwrap();
+    let rounds = stats.group_commits.load(Ordering::Relaxed);
+    // One round for "held", one for everything written meanwhile, and at most one more for a
+    // batch the writer was still handing over when the gate opened.
+    assert!((2..=3).contains(&rounds), "{rounds} fdatasync rounds");
+    assert_eq!(stats.records.load(Ordering::Relaxed), n as u64 + 1);
+    let end = early.phy_offsets[0] + 99;
+    assert_eq!(w.max_phy_offset(), end);
+    assert_eq!(units.lock().unwrap().len(), n + 2);
+    w.shutdown().unwrap();
+}
+
+/// Proves a group commit slower than syncFlushTimeout answers FLUSH_DISK_TIMEOUT, and that the
+/// record is stored and dispatched all the same (RocketMQ's semantics).
+#[test]
+fn slow_sync_answers_flush_disk_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = StoreConfig {
+        sync_flush_timeout_ms: 0,
+        ..cfg(dir.path(), 256 << 10)
+    };
+    let col = CollectingDispatcher::default();
+    let w = start(&c, Box::new(col.clone()));
+    let out = append_wait(&w.clone_sender(), vec![record("T", 0, b"late", "")], true).unwrap();
+    assert_eq!(out.status, AppendStatus::FlushDiskTimeout);
+    assert_eq!(w.max_phy_offset(), 96);
+    assert_eq!(col.0.lock().unwrap().len(), 1);
+    w.shutdown().unwrap();
+    assert_eq!(open(&c).unwrap().commit_log.max_phy_offset(), 96);
+}
+
+/// Proves keys of SYNC_FLUSH records reach the IndexFile (indexed once the group commit
+/// covering them is done, so a query never finds a record that is not durable).
+#[test]
+fn sync_flush_indexes_keys_after_the_group_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 256 << 10);
+    assert!(c.message_index_enable);
+    let w = start(&c, Box::new(NullDispatcher));
+    let mut rec = record("T", 0, b"keyed", "");
+    rec.keys = vec!["k1".to_string()];
+    let out = append_wait(&w.clone_sender(), vec![rec], true).unwrap();
+    w.shutdown().unwrap();
+    let ix =
+        crate::store::IndexService::open(dir.path(), c.max_hash_slot_num, c.max_index_num).unwrap();
+    assert_eq!(
+        ix.query("T", "k1", 4, 0, i64::MAX),
+        vec![out.phy_offsets[0]]
+    );
 }
 
 struct Gate(crossbeam_channel::Receiver<()>);
