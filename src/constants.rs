@@ -140,6 +140,9 @@ pub const WRITER_BATCH_MAX_BYTES: usize = 4 << 20;
 /// writer (its inbox then answers busy). With the batch bound this caps the bytes written but
 /// not yet covered by an fdatasync at 2 x 16 x 4 MiB (queued + the group being synced).
 pub const GROUP_COMMIT_QUEUE_CAPACITY: usize = 16;
+/// Longest a SYNC_FLUSH group waits for the appenders the previous group released (it also
+/// waits at most half the previous round): a few hundred µs buys a sync covering all of them.
+pub const GROUP_COMMIT_MAX_WAIT: std::time::Duration = std::time::Duration::from_micros(500);
 /// Segments a `CommitLogReader` keeps mapped.
 pub const READER_CACHE_SEGMENTS: usize = 8;
 /// Appends fail past `disk_max_used_space_ratio + this`, capped at `DISK_HARD_LIMIT_MAX_PCT`.

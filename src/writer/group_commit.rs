@@ -16,14 +16,14 @@ use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::{
     replicate, AppendOutcome, AppendReply, AppendStatus, DispatchUnit, Dispatcher, Published,
 };
-use crate::constants::GROUP_COMMIT_QUEUE_CAPACITY;
+use crate::constants::{GROUP_COMMIT_MAX_WAIT, GROUP_COMMIT_QUEUE_CAPACITY};
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::StoreError;
 
@@ -148,17 +148,44 @@ impl Drop for GroupCommitService {
 
 impl Committer {
     fn run(&mut self) {
+        // Requests the previous group released: the appenders likely to come straight back.
+        let mut expect = 0usize;
+        let mut last_round = Duration::ZERO;
         while let Ok(first) = self.rx.recv() {
             // Everything pending goes into this fdatasync; the bound keeps one group finite
             // while the writer keeps submitting.
+            let mut waiting = first.waiters.len();
             let mut group = vec![first];
             while group.len() < 2 * GROUP_COMMIT_QUEUE_CAPACITY {
                 match self.rx.try_recv() {
-                    Ok(r) => group.push(r),
+                    Ok(r) => {
+                        waiting += r.waiters.len();
+                        group.push(r);
+                    }
                     Err(_) => break,
                 }
             }
+            // Cohort merge: without it, N synchronous appenders settle into two cohorts that
+            // take turns (one waits for its fdatasync while the other is written), so each sync
+            // covers N/2. Waiting briefly for the cohort just released lets one sync cover all
+            // N. The wait is bounded by half the last round and GROUP_COMMIT_MAX_WAIT, and a
+            // round that times out lowers `expect`, so a falling load stops waiting.
+            if waiting < expect {
+                let deadline = Instant::now() + (last_round / 2).min(GROUP_COMMIT_MAX_WAIT);
+                while waiting < expect && group.len() < 2 * GROUP_COMMIT_QUEUE_CAPACITY {
+                    match self.rx.recv_deadline(deadline) {
+                        Ok(r) => {
+                            waiting += r.waiters.len();
+                            group.push(r);
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            expect = waiting;
+            let t0 = Instant::now();
             self.commit(group);
+            last_round = t0.elapsed();
         }
     }
 
