@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use super::checkpointer::Checkpointer;
 use super::flusher::{FlushJob, Flusher};
 use super::group_commit::{GroupCommitRequest, GroupCommitService, GroupCommitStats};
 use super::{
@@ -22,7 +23,7 @@ use crate::constants::{OS_PAGE_SIZE, WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RE
 use crate::protocol::message;
 use crate::store::files::remove_abort;
 use crate::store::{
-    retention, Checkpoint, CommitLog, CqUnit, FlushDiskType, IndexService, StoreConfig, StoreError,
+    retention, CommitLog, CqUnit, FlushDiskType, IndexService, StoreConfig, StoreError,
 };
 
 pub(super) struct WriterCore {
@@ -30,7 +31,10 @@ pub(super) struct WriterCore {
     index: Option<IndexService>,
     /// topic -> queue id -> next queue offset (nested so lookups by &str need no allocation).
     queue_offsets: HashMap<String, HashMap<u32, u64>>,
-    checkpoint: Checkpoint,
+    /// The checkpoint file lives on its own thread while the writer runs (see checkpointer.rs).
+    checkpointer: Option<Checkpointer>,
+    /// Newest physic_msg_timestamp handed to the checkpointer.
+    checkpoint_ts: i64,
     cfg: StoreConfig,
     completion: Completion,
     published: Arc<Published>,
@@ -123,7 +127,8 @@ impl WriterCore {
             log: parts.commit_log,
             index: parts.index,
             queue_offsets,
-            checkpoint: parts.checkpoint,
+            checkpoint_ts: parts.checkpoint.physic_msg_timestamp,
+            checkpointer: Some(Checkpointer::spawn(parts.checkpoint)?),
             cfg,
             completion,
             published,
@@ -566,12 +571,12 @@ impl WriterCore {
 
     fn write_checkpoint(&mut self) {
         let ts = self.flushed_timestamp();
-        if ts <= self.checkpoint.physic_msg_timestamp {
+        if ts <= self.checkpoint_ts {
             return;
         }
-        self.checkpoint.physic_msg_timestamp = ts;
-        if let Err(e) = self.checkpoint.flush() {
-            tracing::error!(error = %e, "checkpoint flush failed");
+        if let Some(c) = self.checkpointer.as_ref() {
+            self.checkpoint_ts = ts;
+            c.submit(ts);
         }
     }
 
@@ -602,12 +607,17 @@ impl WriterCore {
             ));
         }
         self.log.flush()?;
+        let mut checkpoint = self
+            .checkpointer
+            .take()
+            .and_then(Checkpointer::stop)
+            .ok_or_else(|| StoreError::NotWritable("the checkpoint thread is gone".into()))?;
         if let Some(ix) = self.index.as_mut() {
             ix.flush()?;
-            self.checkpoint.index_msg_timestamp = self.last_index_timestamp;
+            checkpoint.index_msg_timestamp = self.last_index_timestamp;
         }
-        self.checkpoint.physic_msg_timestamp = self.log.flushed_store_timestamp();
-        self.checkpoint.flush()?;
+        checkpoint.physic_msg_timestamp = self.log.flushed_store_timestamp();
+        checkpoint.flush()?;
         remove_abort(&self.cfg.store_path_root_dir)?;
         drop(self.log.release_lock());
         Ok(())

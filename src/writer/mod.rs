@@ -15,6 +15,7 @@
 //! a failed batch wrote or, under SYNC_FLUSH, bytes no successful fdatasync covered; after a
 //! failed flush appends are refused and a shutdown leaves the abort file for recovery.
 
+mod checkpointer;
 mod core;
 mod flusher;
 mod group_commit;
