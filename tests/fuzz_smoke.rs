@@ -294,7 +294,7 @@ fn every_fuzz_body_survives_seeded_inputs() {
 /// Inputs the fuzzers once failed on (fuzz/regressions/<target>/) stay fixed.
 #[test]
 fn past_fuzz_findings_pass() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let root = std::path::Path::new(&manifest_dir()).join("fuzz/regressions");
     let mut ran = 0;
     for (name, body, _) in targets() {
         let Ok(dir) = std::fs::read_dir(root.join(name)) else {
@@ -340,7 +340,7 @@ fn write_corpus() {
     if std::env::var_os("RINGMQ_WRITE_FUZZ_CORPUS").is_none() {
         return;
     }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    let root = std::path::Path::new(&manifest_dir()).join("fuzz/corpus");
     for (name, _, seeds) in targets() {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).unwrap();
@@ -348,4 +348,10 @@ fn write_corpus() {
             std::fs::write(dir.join(format!("seed-{i}")), s).unwrap();
         }
     }
+}
+
+/// The checkout being tested, read at run time: the compile-time value names whichever checkout
+/// last built this binary in a shared target dir.
+fn manifest_dir() -> std::ffi::OsString {
+    std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo test")
 }

@@ -632,8 +632,10 @@ mod tests {
     /// The committed side-by-side data reduces to the medians quoted in bench/RESULTS.md.
     #[test]
     fn committed_side_by_side_data_matches_the_results_table() {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/data/2026-12-02-side-by-side.jsonl");
+        // The run-time variable: the compile-time one names whichever checkout last built this
+        // binary in a shared target dir (a deleted CI clone, say).
+        let root = std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo test");
+        let path = Path::new(&root).join("bench/data/2026-12-02-side-by-side.jsonl");
         let text = std::fs::read_to_string(&path).expect("committed data file");
         let s = parse_series(&text, &path).expect("parses");
         assert_eq!(s.workloads.len(), 10);
