@@ -14,6 +14,8 @@ pub enum FaultPoint {
     AllocateSegment,
     /// msync/fdatasync of commit-log bytes.
     Flush,
+    /// The pwrite of a batch's records into the active segment.
+    Write,
 }
 
 pub trait FaultInjector: Send + Sync {

@@ -1,4 +1,6 @@
 //! MappedFile: one preallocated, fixed-size commit-log segment mapped read-write with memmap2.
+//! The writer adds records with pwrite on `file()` (same page cache; ARCHITECTURE.md, "Writing
+//! the segment"); the mapping serves reads, recovery and rollback zeroing.
 //!
 //! Created by the allocator thread (`store::allocator`) or at open/recovery; owned afterwards by
 //! the `CommitLog` (writer thread). Invariants: the file is exactly `size` bytes and its blocks
@@ -146,6 +148,9 @@ impl MappedFile {
         std::hint::black_box(sum);
     }
 
+    pub fn file(&self) -> &File {
+        &self.file
+    }
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -290,6 +290,11 @@ impl WriterCore {
             }
             placed.push((phys, qos));
         }
+        if failure.is_none() {
+            if let Err(e) = self.log.commit_staged() {
+                failure = Some(e);
+            }
+        }
         // SYNC_FLUSH: handles on the segments the batch touched, for the group-commit thread.
         let mut files = Vec::new();
         if failure.is_none() && matches!(self.completion, Completion::GroupCommit(_)) {
@@ -494,6 +499,8 @@ impl WriterCore {
         let interval = Duration::from_millis(self.cfg.flush_interval_commit_log_ms);
         if self.last_flush.elapsed() >= interval {
             self.periodic_flush();
+        } else {
+            self.submit_async_flush(false);
         }
         let ret = Duration::from_millis(self.cfg.retention_check_interval_ms);
         if self.last_retention.elapsed() >= ret {
@@ -525,33 +532,42 @@ impl WriterCore {
     fn periodic_flush(&mut self) {
         let thorough = self.last_thorough.elapsed()
             >= Duration::from_millis(self.cfg.flush_commit_log_thorough_interval_ms);
-        let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
         self.last_flush = Instant::now();
         self.observe_flush_failure();
         // SYNC_FLUSH has nothing to do here: every written batch is already with the
         // group-commit thread.
-        if let Some(f) = self.flusher.as_ref() {
-            let dirty = self.log.max_phy_offset() - self.async_submitted;
-            if dirty == 0 || (dirty < least && !thorough) {
-                return;
-            }
-            let files = match self.log.files_from(self.async_submitted) {
-                Ok(f) => f,
-                Err(e) => return tracing::error!(error = %e, "preparing async flush"),
-            };
-            let job = FlushJob {
-                files,
-                upto_phy: self.log.max_phy_offset(),
-                store_timestamp: self.log.last_store_timestamp(),
-            };
-            if f.submit(job) {
-                self.async_submitted = self.log.max_phy_offset();
-            }
-        }
+        self.submit_async_flush(thorough);
         if thorough {
             self.last_thorough = Instant::now();
         }
         self.write_checkpoint();
+    }
+
+    /// ASYNC_FLUSH: hands the flusher everything written since its last job, if it is idle and
+    /// at least `flushCommitLogLeastPages` are dirty (any amount when `thorough`). Called after
+    /// every batch as well as on the interval, as RocketMQ wakes its flush service on every put:
+    /// the disk then writes while the writer appends instead of after it.
+    fn submit_async_flush(&mut self, thorough: bool) {
+        let Some(f) = self.flusher.as_ref() else {
+            return;
+        };
+        let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
+        let dirty = self.log.max_phy_offset() - self.async_submitted;
+        if dirty == 0 || (dirty < least && !thorough) || f.state.busy.load(Ordering::Acquire) {
+            return;
+        }
+        let files = match self.log.files_from(self.async_submitted) {
+            Ok(f) => f,
+            Err(e) => return tracing::error!(error = %e, "preparing async flush"),
+        };
+        let job = FlushJob {
+            files,
+            upto_phy: self.log.max_phy_offset(),
+            store_timestamp: self.log.last_store_timestamp(),
+        };
+        if f.submit(job) {
+            self.async_submitted = self.log.max_phy_offset();
+        }
     }
 
     fn flushed_timestamp(&self) -> i64 {

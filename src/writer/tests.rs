@@ -1,5 +1,5 @@
 //! Writer tests: offsets, group-commit replies, segment roll with the blank marker, reopen,
-//! fault injection (ENOSPC on allocation, EIO on flush), SYNC_FLUSH group commit (pipelining,
+//! fault injection (ENOSPC on allocation, EIO on write and flush), SYNC_FLUSH group commit (pipelining,
 //! FLUSH_DISK_TIMEOUT, deferred indexing), back-pressure, disk hard limit.
 
 use std::sync::atomic::Ordering;
@@ -191,6 +191,48 @@ fn flush_error_fails_group_and_refuses_appends() {
     // The injected failure left "two" in the page cache with a valid CRC: recovery keeps it
     // (its producer saw an error, so a retry may duplicate it: at-least-once, as RocketMQ).
     assert_eq!(o.commit_log.max_phy_offset(), 95 + 95);
+    assert_eq!(first.phy_offsets[0], 0);
+}
+
+/// Proves an EIO from the pwrite of a batch fails that batch with an Io error, rolls it back
+/// (write position, queue offsets, nothing dispatched), and the next append takes its place
+/// and reads back byte-exact; the store reopens cleanly.
+#[test]
+fn write_error_fails_batch_and_rolls_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = Arc::new(FailNth::new(FaultPoint::Write, 1, 1, libc::EIO));
+    let c = StoreConfig {
+        fault: Some(FaultHook(fault)),
+        flush_disk_type: FlushDiskType::AsyncFlush,
+        ..cfg(dir.path(), 256 << 10)
+    };
+    let col = CollectingDispatcher::default();
+    let w = start(&c, Box::new(col.clone()));
+    let s = w.clone_sender();
+    let first = append_wait(&s, vec![record("T", 0, b"one", "")], false).unwrap();
+    let e = append_wait(
+        &s,
+        vec![record("T", 0, b"two", ""), record("T", 0, b"2b", "")],
+        false,
+    )
+    .unwrap_err();
+    assert!(matches!(e, StoreError::Io { .. }), "{e}");
+    assert_eq!(w.max_phy_offset(), 95, "the failed batch was rolled back");
+    assert_eq!(col.0.lock().unwrap().len(), 1, "nothing of it dispatched");
+    let third = append_wait(&s, vec![record("T", 0, b"three", "")], false).unwrap();
+    assert_eq!(
+        (third.phy_offsets[0], third.queue_offsets[0]),
+        (95, 1),
+        "the next record takes the failed one's place"
+    );
+    let mut r = CommitLogReader::new(dir.path(), c.mapped_file_size_commit_log);
+    let rec = decode(r.read(95, 97).unwrap(), true).unwrap();
+    assert_eq!((rec.body, rec.queue_offset), (&b"three"[..], 1));
+    assert!(w.is_writable(), "a failed write is not sticky");
+    w.shutdown().unwrap();
+    let o = open(&c).unwrap();
+    assert!(!o.recovered_from_crash);
+    assert_eq!(o.commit_log.max_phy_offset(), 95 + 97);
     assert_eq!(first.phy_offsets[0], 0);
 }
 
