@@ -61,7 +61,11 @@ fn parse_acks(out: &str, acks: &mut Vec<Ack>) {
 fn verify(root: &Path, acks: &[Ack]) {
     let c = cfg(root);
     let o = open(&c).expect("reopen after crash");
-    assert!(o.recovered_from_crash);
+    // A child killed before it opened the store (slow start on a loaded machine) left no abort
+    // file; once anything was acknowledged, a store was opened and never shut down cleanly.
+    if !acks.is_empty() {
+        assert!(o.recovered_from_crash);
+    }
     let end = o.commit_log.max_phy_offset();
     for a in acks {
         let body = expected_body(a.seed);

@@ -188,7 +188,7 @@ pub async fn search_offset_by_timestamp(
     let (t, ts, upper) = (h.topic.clone(), h.timestamp, h.boundary_upper);
     let off = on_owner(&shard, &h.topic, qid, move |s| {
         let queues = s.queues.borrow();
-        match queues.get(&(t.clone(), qid)) {
+        match queues.get(&super::shard::QueueKey(t.as_str(), qid)) {
             Some(q) => q.cq.search_offset_by_timestamp(ts, upper, &mut |u| {
                 store_timestamp(s, u.phy_offset, u.size)
             }),

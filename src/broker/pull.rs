@@ -358,7 +358,7 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
         return ans;
     }
     let queues = s.queues.borrow();
-    let Some(state) = queues.get(&(q.topic.clone(), q.queue_id)) else {
+    let Some(state) = queues.get(&crate::broker::shard::QueueKey(&q.topic, q.queue_id)) else {
         return ans;
     };
     let mut offset = q.offset as u64;

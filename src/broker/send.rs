@@ -349,6 +349,7 @@ fn encode_plain(
     let mut spans = Vec::with_capacity(items.len());
     let mut capacity = 0;
     let widest = t.h.sys_flag | message::sys_flag::BORNHOST_V6 | message::sys_flag::STOREHOST_V6;
+    let topic: std::sync::Arc<str> = t.topic.into();
     for (item, sc) in items.iter().zip(scans) {
         let start = props.len();
         props.push_str(item.props);
@@ -401,7 +402,7 @@ fn encode_plain(
         }
         uniq_keys.push_str(uniq);
         records.push(AppendRecord {
-            topic: t.topic.to_string(),
+            topic: topic.clone(),
             queue_id: t.queue_id as u32,
             tags_code: tags_code(sc.tags),
             keys: index,
@@ -552,7 +553,7 @@ pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, Brok
     ));
     message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
     Ok(AppendRecord {
-        topic,
+        topic: topic.into(),
         queue_id: queue_id as u32,
         tags_code: tags,
         keys: index,
@@ -613,7 +614,7 @@ pub async fn reappend_to_real_topic(
             .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
         AppendRecord {
             keys: index_keys(&props),
-            topic,
+            topic: topic.into(),
             queue_id: qid,
             tags_code: tags_code(tag.as_deref()),
             dispatch: true,

@@ -43,6 +43,19 @@ pub struct QueueState {
     pub waiters: Vec<Rc<Waiter>>,
 }
 
+/// The owned queues by (topic, queue id); looked up with `QueueKey` so no key is allocated.
+pub type QueueMap = hashbrown::HashMap<(String, u32), QueueState>;
+
+/// Borrowed (topic, queue id) for `QueueMap` lookups; hashes exactly as the owned tuple.
+#[derive(Hash)]
+pub struct QueueKey<'a>(pub &'a str, pub u32);
+
+impl hashbrown::Equivalent<(String, u32)> for QueueKey<'_> {
+    fn equivalent(&self, key: &(String, u32)) -> bool {
+        self.1 == key.1 && self.0 == key.0
+    }
+}
+
 /// Consumer offsets of the queues this shard owns: "topic@group" -> queue id -> offset.
 pub type OffsetTable = HashMap<String, BTreeMap<u32, i64>>;
 
@@ -50,7 +63,7 @@ pub struct Shard {
     pub id: usize,
     pub mesh: Mesh<Shard>,
     pub ctx: Arc<BrokerContext>,
-    pub queues: RefCell<HashMap<(String, u32), QueueState>>,
+    pub queues: RefCell<QueueMap>,
     pub offsets: RefCell<OffsetTable>,
     pub reader: RefCell<CommitLogReader>,
     pub topics: RefCell<Arc<TopicSnapshot>>,
@@ -150,17 +163,16 @@ impl Shard {
             if u.store_timestamp > self.last_dispatch_ts.get() {
                 self.last_dispatch_ts.set(u.store_timestamp);
             }
-            let key = (u.topic, u.queue_id);
-            let q = match self.queue_entry(&mut queues, &key) {
+            let q = match self.queue_entry(&mut queues, &u.topic, u.queue_id) {
                 Ok(q) => q,
                 Err(e) => {
                     // The record is in the commit log; recovery rebuilds the unit.
-                    tracing::error!(topic = %key.0, queue = key.1, error = %e, "cannot open consume queue");
+                    tracing::error!(topic = %u.topic, queue = u.queue_id, error = %e, "cannot open consume queue");
                     continue;
                 }
             };
             if let Err(e) = q.cq.put(u.queue_offset, u.unit) {
-                tracing::error!(topic = %key.0, queue = key.1, error = %e, "consume queue append failed");
+                tracing::error!(topic = %u.topic, queue = u.queue_id, error = %e, "consume queue append failed");
                 continue;
             }
             for w in q.waiters.drain(..) {
@@ -172,31 +184,33 @@ impl Shard {
     /// The state of an owned queue, opening (or creating) its ConsumeQueue on first use.
     fn queue_entry<'a>(
         &self,
-        queues: &'a mut HashMap<(String, u32), QueueState>,
-        key: &(String, u32),
+        queues: &'a mut QueueMap,
+        topic: &str,
+        queue_id: u32,
     ) -> Result<&'a mut QueueState, crate::store::StoreError> {
-        if !queues.contains_key(key) {
+        let key = QueueKey(topic, queue_id);
+        if !queues.contains_key(&key) {
             let cq = ConsumeQueue::open(
                 &self.ctx.cfg.store.store_path_root_dir,
-                &key.0,
-                key.1,
+                topic,
+                queue_id,
                 self.ctx.cfg.store.mapped_file_size_consume_queue,
             )?;
             queues.insert(
-                key.clone(),
+                (topic.to_string(), queue_id),
                 QueueState {
                     cq,
                     waiters: Vec::new(),
                 },
             );
         }
-        Ok(queues.get_mut(key).expect("inserted above"))
+        Ok(queues.get_mut(&key).expect("inserted above"))
     }
 
     /// (min, max) logical offsets of a queue; (0, 0) when it has no ConsumeQueue yet.
     pub fn queue_bounds(&self, topic: &str, queue_id: u32) -> (u64, u64) {
         let queues = self.queues.borrow();
-        match queues.get(&(topic.to_string(), queue_id)) {
+        match queues.get(&QueueKey(topic, queue_id)) {
             Some(q) => (q.cq.min_offset(), q.cq.max_offset()),
             None => (0, 0),
         }
@@ -205,14 +219,13 @@ impl Shard {
     /// Reads one unit of an owned queue.
     pub fn unit_at(&self, topic: &str, queue_id: u32, offset: u64) -> Option<CqUnit> {
         let queues = self.queues.borrow();
-        queues.get(&(topic.to_string(), queue_id))?.cq.get(offset)
+        queues.get(&QueueKey(topic, queue_id))?.cq.get(offset)
     }
 
     /// Parks a pull on a queue; `false` when the queue already has too many parked pulls.
     pub fn park(&self, topic: &str, queue_id: u32, waiter: Rc<Waiter>) -> bool {
         let mut queues = self.queues.borrow_mut();
-        let key = (topic.to_string(), queue_id);
-        let Ok(q) = self.queue_entry(&mut queues, &key) else {
+        let Ok(q) = self.queue_entry(&mut queues, topic, queue_id) else {
             return false;
         };
         q.waiters.retain(|w| !w.abandoned());

@@ -1,6 +1,7 @@
 //! CommitLog: the sequence of fixed-size segments holding stored-message records back to back
-//! (PROTOCOL.md 4.2), the write position and the flushed position. A batch's records are staged
-//! and patched in a buffer, then written with one pwrite (`commit_staged`) before publication.
+//! (PROTOCOL.md 4.2), the write position and the flushed position. The writer places a batch's
+//! records (`place`), patches them in their own buffers, and writes them with pwritev
+//! (`write_placed`) before anything is published: no staging copy.
 //!
 //! Owned and mutated only by the writer thread (loaded and truncated by `store::open` before the
 //! writer starts). Invariants: segments are contiguous (`start = first + i * size`); the write
@@ -8,6 +9,7 @@
 //! after it, else a `[remaining][BLANK_MAGIC]` marker closes the segment); bytes past the write
 //! position are zero; segments after the active one are spare, all-zero, preallocated files.
 
+use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 
 use crate::protocol::message::{self, BLANK_MAGIC, BLANK_MARKER_LEN};
@@ -17,6 +19,9 @@ use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::files::StoreLock;
 use crate::store::mapped_file::{parse_segment_name, sync_dir, MappedFile};
 use crate::store::StoreError;
+
+/// Records per pwritev call (IOV_MAX is 1024 on Linux).
+const IOV_BATCH: usize = 1024;
 
 pub struct CommitLog {
     dir: PathBuf,
@@ -32,9 +37,6 @@ pub struct CommitLog {
     last_store_timestamp: i64,
     flushed_store_timestamp: i64,
     lock: Option<StoreLock>,
-    /// Records of the current batch not yet in the file: `stage_phy` is where they go.
-    stage: Vec<u8>,
-    stage_phy: u64,
     /// End of the furthest byte a failed write may have left past `wrote` (zeroed on rollback).
     touched: u64,
 }
@@ -94,8 +96,6 @@ impl CommitLog {
             last_store_timestamp: 0,
             flushed_store_timestamp: 0,
             lock,
-            stage: Vec::new(),
-            stage_phy: 0,
             touched: 0,
         })
     }
@@ -186,16 +186,11 @@ impl CommitLog {
         }
     }
 
-    /// Stages one encoded record for the write position and patches its offsets and store
-    /// timestamp there; returns its physical offset (`commit_staged` writes it). Closes the segment with a blank marker
-    /// and moves to the next one first when the record does not fit. On error the caller must
-    /// `rollback` to its mark.
-    pub fn append(
-        &mut self,
-        record: &[u8],
-        queue_offset: u64,
-        store_timestamp: i64,
-    ) -> Result<u64, StoreError> {
+    /// Reserves the next `len` bytes for one encoded record and returns its physical offset; the
+    /// caller patches the record for it and hands it to `write_placed`. When the record does not
+    /// fit, the segment is closed with a blank marker (written now) and the next one taken. On
+    /// error the caller must `rollback` to its mark.
+    pub fn place(&mut self, record: &[u8]) -> Result<u64, StoreError> {
         let len = record.len();
         if len > self.max_record_len {
             return Err(StoreError::MessageTooLarge {
@@ -216,49 +211,110 @@ impl CommitLog {
             "write position too close to the segment end"
         );
         if len + BLANK_MARKER_LEN > remaining {
-            if self.stage.is_empty() {
-                self.stage_phy = self.wrote;
-            }
-            self.stage
-                .extend_from_slice(&(remaining as u32).to_be_bytes());
-            self.stage.extend_from_slice(&BLANK_MAGIC.to_be_bytes());
-            self.commit_staged()?;
+            let mut marker = [0u8; BLANK_MARKER_LEN];
+            marker[..4].copy_from_slice(&(remaining as u32).to_be_bytes());
+            marker[4..].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
+            self.write_run(self.wrote, &mut [IoSlice::new(&marker)])?;
             self.wrote += remaining as u64;
             self.roll()?;
         }
         let phy = self.wrote;
-        if self.stage.is_empty() {
-            self.stage_phy = phy;
-        }
-        let at = self.stage.len();
-        self.stage.extend_from_slice(record);
-        message::patch(
-            &mut self.stage[at..],
-            queue_offset as i64,
-            phy as i64,
-            store_timestamp,
-        );
         self.wrote += len as u64;
-        self.last_store_timestamp = store_timestamp;
         Ok(phy)
     }
 
-    /// Writes the staged bytes of the batch into the active segment file with one pwrite (the
-    /// page cache the mapping shares; ARCHITECTURE.md says why not a store through the
-    /// mapping). Must run before anything publishes, reads or flushes them.
-    pub fn commit_staged(&mut self) -> Result<(), StoreError> {
-        if self.stage.is_empty() {
-            return Ok(());
+    /// Places, patches and writes one record at once (tests and tools; the writer batches).
+    pub fn append(
+        &mut self,
+        record: &[u8],
+        queue_offset: u64,
+        store_timestamp: i64,
+    ) -> Result<u64, StoreError> {
+        let phy = self.place(record)?;
+        let mut rec = record.to_vec();
+        message::patch(&mut rec, queue_offset as i64, phy as i64, store_timestamp);
+        self.write_placed(&[(phy, &rec)], store_timestamp)?;
+        Ok(phy)
+    }
+
+    /// Writes placed, patched records (in commit-log order, as `place` returned them) with one
+    /// pwritev per contiguous run in a segment: the page cache the mapping shares
+    /// (ARCHITECTURE.md, "Writing the segment"). Must run before anything publishes, reads or
+    /// flushes them.
+    pub fn write_placed(
+        &mut self,
+        recs: &[(u64, &[u8])],
+        store_timestamp: i64,
+    ) -> Result<(), StoreError> {
+        let mut i = 0;
+        while i < recs.len() {
+            let start = recs[i].0;
+            let seg_end = self.segment_end_of(start);
+            let mut iov = Vec::with_capacity((recs.len() - i).min(IOV_BATCH));
+            let mut next = start;
+            while i < recs.len() && recs[i].0 == next && iov.len() < IOV_BATCH {
+                let (phy, bytes) = recs[i];
+                if phy + bytes.len() as u64 > seg_end {
+                    break;
+                }
+                iov.push(IoSlice::new(bytes));
+                next = phy + bytes.len() as u64;
+                i += 1;
+            }
+            if iov.is_empty() {
+                return Err(StoreError::Invalid(format!(
+                    "record at {start} was not placed by this commit log"
+                )));
+            }
+            self.write_run(start, &mut iov)?;
         }
-        use std::os::unix::fs::FileExt;
-        let seg = &self.segments[self.active];
-        let off = self.stage_phy - seg.start();
-        debug_assert!(off + self.stage.len() as u64 <= seg.size());
-        self.touched = self.touched.max(self.stage_phy + self.stage.len() as u64);
-        let r = FaultHook::check(self.fault.as_ref(), FaultPoint::Write)
-            .and_then(|()| seg.file().write_all_at(&self.stage, off));
-        self.stage.clear();
-        r.map_err(|e| StoreError::io(seg.path(), e))
+        self.last_store_timestamp = store_timestamp;
+        Ok(())
+    }
+
+    fn segment_end_of(&self, phy: u64) -> u64 {
+        let first = self.segments[0].start();
+        first + ((phy - first) / self.segment_size + 1) * self.segment_size
+    }
+
+    /// pwritev of `iov` at commit-log position `phy` (one segment), retried on short writes.
+    fn write_run(&mut self, phy: u64, iov: &mut [IoSlice<'_>]) -> Result<(), StoreError> {
+        let first = self.segments[0].start();
+        let idx = ((phy - first) / self.segment_size) as usize;
+        let seg = &self.segments[idx];
+        let total: usize = iov.iter().map(|b| b.len()).sum();
+        self.touched = self.touched.max(phy + total as u64);
+        FaultHook::check(self.fault.as_ref(), FaultPoint::Write)
+            .map_err(|e| StoreError::io(seg.path(), e))?;
+        let mut off = phy - seg.start();
+        let mut bufs = &mut iov[..];
+        while !bufs.is_empty() {
+            // SAFETY: IoSlice is ABI-compatible with iovec; the fd is the segment's open file.
+            let n = unsafe {
+                libc::pwritev(
+                    seg.raw_fd(),
+                    bufs.as_ptr().cast::<libc::iovec>(),
+                    bufs.len() as libc::c_int,
+                    off as libc::off_t,
+                )
+            };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(StoreError::io(seg.path(), e));
+            }
+            if n == 0 {
+                return Err(StoreError::io(
+                    seg.path(),
+                    std::io::Error::from(std::io::ErrorKind::WriteZero),
+                ));
+            }
+            off += n as u64;
+            IoSlice::advance_slices(&mut bufs, n as usize);
+        }
+        Ok(())
     }
 
     fn roll(&mut self) -> Result<(), StoreError> {
@@ -282,7 +338,6 @@ impl CommitLog {
     /// Undoes every byte written since `mark`: zeros it and moves the write position back, so a
     /// failed batch leaves no partially counted record behind (later spare segments stay).
     pub fn rollback(&mut self, mark: AppendMark) {
-        self.stage.clear();
         let end = self.wrote.max(self.touched);
         self.touched = 0;
         for seg in &mut self.segments[mark.active..=self.active] {
@@ -302,7 +357,6 @@ impl CommitLog {
     /// Makes every written byte durable (msync MS_SYNC per touched segment = fdatasync of the
     /// range). Returns the new flushed position. Errors are never swallowed.
     pub fn flush(&mut self) -> Result<u64, StoreError> {
-        self.commit_staged()?;
         if self.flushed == self.wrote {
             return Ok(self.flushed);
         }

@@ -5,7 +5,7 @@
 //!
 //! Runs only on the "ringmq-writer" thread (see `writer/mod.rs` for the invariants).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -30,7 +30,7 @@ pub(super) struct WriterCore {
     log: CommitLog,
     index: Option<IndexService>,
     /// topic -> queue id -> next queue offset (nested so lookups by &str need no allocation).
-    queue_offsets: HashMap<String, HashMap<u32, u64>>,
+    queue_offsets: hashbrown::HashMap<String, hashbrown::HashMap<u32, u64>>,
     /// The checkpoint file lives on its own thread while the writer runs (see checkpointer.rs).
     checkpointer: Option<Checkpointer>,
     /// Newest physic_msg_timestamp handed to the checkpointer.
@@ -97,7 +97,8 @@ impl WriterCore {
         dispatcher: Box<dyn Dispatcher>,
         published: Arc<Published>,
     ) -> Result<Self, StoreError> {
-        let mut queue_offsets: HashMap<String, HashMap<u32, u64>> = HashMap::new();
+        let mut queue_offsets: hashbrown::HashMap<String, hashbrown::HashMap<u32, u64>> =
+            hashbrown::HashMap::new();
         for ((topic, qid), next) in parts.queue_offsets {
             queue_offsets.entry(topic).or_default().insert(qid, next);
         }
@@ -247,14 +248,15 @@ impl WriterCore {
         let mut placed: Vec<(Vec<u64>, Vec<u64>)> = Vec::with_capacity(ok_reqs.len());
         let mut units = Vec::new();
         let mut failure = None;
-        'write: for (ri, req) in ok_reqs.iter().enumerate() {
+        'write: for (ri, req) in ok_reqs.iter_mut().enumerate() {
             let mut phys = Vec::with_capacity(req.records.len());
             let mut qos = Vec::with_capacity(req.records.len());
-            for (ci, rec) in req.records.iter().enumerate() {
+            for (ci, rec) in req.records.iter_mut().enumerate() {
                 let qo = if rec.dispatch {
                     let next = self
                         .queue_offsets
-                        .entry_ref(&rec.topic)
+                        .entry_ref(&*rec.topic)
+                        .or_default()
                         .entry(rec.queue_id)
                         .or_insert(0);
                     let v = *next;
@@ -264,8 +266,9 @@ impl WriterCore {
                 } else {
                     0
                 };
-                match self.log.append(&rec.bytes, qo, ts) {
+                match self.log.place(&rec.bytes) {
                     Ok(phy) => {
+                        message::patch(&mut rec.bytes, qo as i64, phy as i64, ts);
                         phys.push(phy);
                         qos.push(qo);
                         if rec.dispatch {
@@ -291,7 +294,16 @@ impl WriterCore {
             placed.push((phys, qos));
         }
         if failure.is_none() {
-            if let Err(e) = self.log.commit_staged() {
+            let recs: Vec<(u64, &[u8])> = ok_reqs
+                .iter()
+                .zip(&placed)
+                .flat_map(|(req, (phys, _))| {
+                    phys.iter()
+                        .copied()
+                        .zip(req.records.iter().map(|r| &r.bytes[..]))
+                })
+                .collect();
+            if let Err(e) = self.log.write_placed(&recs, ts) {
                 failure = Some(e);
             }
         }
@@ -308,7 +320,7 @@ impl WriterCore {
             self.log.rollback(mark);
             for &(ri, ci, prev) in undo.iter().rev() {
                 let rec = &ok_reqs[ri].records[ci];
-                if let Some(q) = self.queue_offsets.get_mut(&rec.topic) {
+                if let Some(q) = self.queue_offsets.get_mut(&*rec.topic) {
                     q.insert(rec.queue_id, prev);
                 }
             }
@@ -637,19 +649,5 @@ impl WriterCore {
         remove_abort(&self.cfg.store_path_root_dir)?;
         drop(self.log.release_lock());
         Ok(())
-    }
-}
-
-/// `HashMap<String, V>::entry` without allocating when the key exists.
-trait EntryRef<V> {
-    fn entry_ref(&mut self, key: &str) -> &mut V;
-}
-
-impl<V: Default> EntryRef<V> for HashMap<String, V> {
-    fn entry_ref(&mut self, key: &str) -> &mut V {
-        if !self.contains_key(key) {
-            self.insert(key.to_string(), V::default());
-        }
-        self.get_mut(key).expect("inserted above")
     }
 }

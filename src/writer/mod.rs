@@ -36,7 +36,8 @@ use crate::store::{
 
 /// One encoded record to append.
 pub struct AppendRecord {
-    pub topic: String,
+    /// Shared by the records of a batch and the units dispatched for them.
+    pub topic: Arc<str>,
     pub queue_id: u32,
     pub tags_code: i64,
     /// Index keys: KEYS split on ' ' plus UNIQ_KEY.
@@ -73,7 +74,7 @@ pub struct AppendRequest {
 /// What became visible: one unit per dispatched record, in commit-log order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DispatchUnit {
-    pub topic: String,
+    pub topic: Arc<str>,
     pub queue_id: u32,
     pub queue_offset: u64,
     pub unit: CqUnit,

@@ -32,7 +32,7 @@ pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> Appe
     let mut bytes = BytesMut::new();
     encode(&msg, &mut bytes).expect("test record within limits");
     AppendRecord {
-        topic: topic.to_string(),
+        topic: topic.into(),
         queue_id,
         tags_code: 0,
         keys: Vec::new(),
@@ -110,7 +110,7 @@ impl CqDispatcher {
 impl Dispatcher for CqDispatcher {
     fn dispatch(&mut self, units: Vec<DispatchUnit>) {
         for u in units {
-            let key = (u.topic.clone(), u.queue_id);
+            let key = (u.topic.to_string(), u.queue_id);
             if !self.cqs.contains_key(&key) {
                 let cq = ConsumeQueue::open(&self.root, &u.topic, u.queue_id, self.cq_file_size)
                     .expect("open consume queue");
