@@ -236,8 +236,14 @@ fn main() {
         dir.display()
     );
 
-    let raw = raw_rate(&dir, mb << 20);
-    println!("raw preallocated write + fdatasync: {raw:.0} MB/s");
+    // The disk's rate swings run to run here (0.4-0.8 GB/s); the best of three is the limit the
+    // ratios are taken against, which is the stricter choice.
+    let raws: Vec<f64> = (0..3).map(|_| raw_rate(&dir, mb << 20)).collect();
+    let raw = raws.iter().copied().fold(0.0, f64::max);
+    println!(
+        "raw preallocated write + fdatasync: {raw:.0} MB/s (best of {:.0?})",
+        raws
+    );
 
     let (a_mbs, a_msgs) = async_rate(dir.join("async"), (mb << 20) / 1024);
     println!(

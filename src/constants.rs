@@ -134,6 +134,11 @@ pub const CHECKPOINT_USED_LEN: usize = 40;
 pub const WRITER_INBOX_CAPACITY: usize = 4096;
 /// Upper bound of records in one writer batch (soft: a batch always takes one whole request).
 pub const WRITER_BATCH_MAX_RECORDS: usize = 1024;
+/// ASYNC_FLUSH: dirty commit-log bytes that start a flush before the interval is up. Large
+/// enough that a steady trickle does not keep fdatasync running back to back (measured: W2 at
+/// 16 KiB fell from 51-66k to 45-47k msg/s on 2 cores), small enough that a burst is on its way
+/// to the disk while the writer appends (1 GiB of appends: durable 1.4 s after start vs 3.4 s).
+pub const ASYNC_FLUSH_EAGER_BYTES: u64 = 8 << 20;
 /// Upper bound of bytes in one writer batch (soft, as above).
 pub const WRITER_BATCH_MAX_BYTES: usize = 4 << 20;
 /// Written SYNC_FLUSH batches queued for the group-commit thread; a full queue stalls the

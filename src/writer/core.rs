@@ -19,7 +19,9 @@ use super::{
     replicate, AppendOutcome, AppendRecord, AppendReply, AppendRequest, AppendStatus, DispatchUnit,
     Dispatcher, Msg, Published, WriterParts,
 };
-use crate::constants::{OS_PAGE_SIZE, WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS};
+use crate::constants::{
+    ASYNC_FLUSH_EAGER_BYTES, OS_PAGE_SIZE, WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS,
+};
 use crate::protocol::message;
 use crate::store::files::remove_abort;
 use crate::store::{
@@ -512,7 +514,8 @@ impl WriterCore {
         if self.last_flush.elapsed() >= interval {
             self.periodic_flush();
         } else {
-            self.submit_async_flush(false);
+            let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
+            self.submit_async_flush(least.max(ASYNC_FLUSH_EAGER_BYTES), false);
         }
         let ret = Duration::from_millis(self.cfg.retention_check_interval_ms);
         if self.last_retention.elapsed() >= ret {
@@ -548,7 +551,8 @@ impl WriterCore {
         self.observe_flush_failure();
         // SYNC_FLUSH has nothing to do here: every written batch is already with the
         // group-commit thread.
-        self.submit_async_flush(thorough);
+        let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
+        self.submit_async_flush(least, thorough);
         if thorough {
             self.last_thorough = Instant::now();
         }
@@ -556,14 +560,13 @@ impl WriterCore {
     }
 
     /// ASYNC_FLUSH: hands the flusher everything written since its last job, if it is idle and
-    /// at least `flushCommitLogLeastPages` are dirty (any amount when `thorough`). Called after
-    /// every batch as well as on the interval, as RocketMQ wakes its flush service on every put:
-    /// the disk then writes while the writer appends instead of after it.
-    fn submit_async_flush(&mut self, thorough: bool) {
+    /// at least `least` bytes are dirty (any amount when `thorough`). On the interval `least` is
+    /// `flushCommitLogLeastPages`; after a batch it is ASYNC_FLUSH_EAGER_BYTES, so a burst is
+    /// written to disk while the writer appends instead of after it.
+    fn submit_async_flush(&mut self, least: u64, thorough: bool) {
         let Some(f) = self.flusher.as_ref() else {
             return;
         };
-        let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
         let dirty = self.log.max_phy_offset() - self.async_submitted;
         if dirty == 0 || (dirty < least && !thorough) || f.state.busy.load(Ordering::Acquire) {
             return;
