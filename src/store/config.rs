@@ -7,8 +7,9 @@
 use std::path::PathBuf;
 
 use crate::constants::{
-    COMMIT_LOG_FILE_SIZE_DEFAULT, CONSUME_QUEUE_FILE_SIZE_DEFAULT, MAX_MESSAGE_SIZE_DEFAULT,
-    MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
+    COMMIT_LOG_FILE_SIZE_DEFAULT, CONSUME_QUEUE_FILE_SIZE_DEFAULT,
+    DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS, MAX_MESSAGE_SIZE_DEFAULT, MAX_RECORD_OVERHEAD,
+    OS_PAGE_SIZE, RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
 };
 use crate::store::fault::FaultHook;
 use crate::store::StoreError;
@@ -52,6 +53,10 @@ pub struct StoreConfig {
     /// Pause on a shard after a queue lost files to retention, before trimming the next one,
     /// so a large trim is spread out (`deleteConsumeQueueFilesInterval`; an async sleep).
     pub delete_consume_queue_files_interval_ms: u64,
+    /// Pause between two commit-log segment deletions of one retention pass, so unlinking many
+    /// 1 GiB files does not hammer the disk (`deleteCommitLogFilesInterval`; the deleter
+    /// thread sleeps, never the writer).
+    pub delete_commit_log_files_interval_ms: u64,
     /// Pin the writer thread to this CPU (the broker passes the last core).
     pub writer_core: Option<usize>,
     /// Pre-fault the pages of a freshly allocated segment on the allocator thread.
@@ -87,6 +92,7 @@ impl Default for StoreConfig {
             message_index_enable: true,
             retention_check_interval_ms: RETENTION_CHECK_INTERVAL_MS,
             delete_consume_queue_files_interval_ms: 100,
+            delete_commit_log_files_interval_ms: 100,
             writer_core: None,
             warm_mapped_file: true,
             fault: None,
@@ -135,6 +141,12 @@ impl StoreConfig {
             return Err(StoreError::Invalid(format!(
                 "diskMaxUsedSpaceRatio {} must be in 1..=95",
                 self.disk_max_used_space_ratio
+            )));
+        }
+        if self.delete_commit_log_files_interval_ms > DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS {
+            return Err(StoreError::Invalid(format!(
+                "deleteCommitLogFilesInterval {} must be at most {DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS} ms",
+                self.delete_commit_log_files_interval_ms
             )));
         }
         if self.disk_space_clean_forcibly_ratio > 100 {
