@@ -23,6 +23,36 @@ pub trait FaultInjector: Send + Sync {
     fn disk_used_percent(&self) -> Option<u32> {
         None
     }
+    /// Overrides the measured disk usage in bytes (takes precedence over
+    /// `disk_used_percent`, which is a fixed figure nothing the store does can change).
+    fn disk_usage(&self) -> Option<DiskUsage> {
+        None
+    }
+}
+
+/// Used and usable bytes of a filesystem, as `df` counts them (reserved blocks excluded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiskUsage {
+    pub used_bytes: u64,
+    pub total_bytes: u64,
+}
+
+impl DiskUsage {
+    /// Used space in percent, rounded down (0 for an empty filesystem).
+    pub fn percent(&self) -> u32 {
+        if self.total_bytes == 0 {
+            return 0;
+        }
+        (u128::from(self.used_bytes) * 100 / u128::from(self.total_bytes)) as u32
+    }
+
+    /// The usage once `bytes` more are freed.
+    pub fn after_freeing(self, bytes: u64) -> DiskUsage {
+        DiskUsage {
+            used_bytes: self.used_bytes.saturating_sub(bytes),
+            ..self
+        }
+    }
 }
 
 /// Cloneable, debuggable holder for an injector inside `StoreConfig`.

@@ -21,6 +21,7 @@ use super::{
 };
 use crate::constants::{OS_PAGE_SIZE, WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS};
 use crate::protocol::message;
+use crate::store::deleter::FileDeleter;
 use crate::store::files::remove_abort;
 use crate::store::{
     retention, CommitLog, CqUnit, FlushDiskType, IndexService, StoreConfig, StoreError,
@@ -49,6 +50,8 @@ pub(super) struct WriterCore {
     last_thorough: Instant,
     last_retention: Instant,
     last_index_timestamp: i64,
+    /// Unlinks the files retention detaches ("ringmq-clean-files"), off this thread.
+    deleter: FileDeleter,
 }
 
 /// Who publishes `max_phy_offset`, dispatches and replies after a batch is written: one
@@ -121,6 +124,9 @@ impl WriterCore {
                 (None, Completion::GroupCommit(gc))
             }
         };
+        let deleter = FileDeleter::spawn(Duration::from_millis(
+            cfg.delete_commit_log_files_interval_ms,
+        ))?;
         let now = Instant::now();
         Ok(WriterCore {
             async_submitted: parts.commit_log.flushed_phy_offset(),
@@ -140,6 +146,7 @@ impl WriterCore {
             last_thorough: now,
             last_retention: now,
             last_index_timestamp: 0,
+            deleter,
         })
     }
 
@@ -498,17 +505,17 @@ impl WriterCore {
         let ret = Duration::from_millis(self.cfg.retention_check_interval_ms);
         if self.last_retention.elapsed() >= ret {
             self.last_retention = Instant::now();
-            match retention::run(&mut self.log, &self.cfg, retention::PassClock::system()) {
+            let clock = retention::PassClock::system();
+            match retention::run(&mut self.log, &self.cfg, clock, &self.deleter) {
                 Ok(out) => {
                     self.disk_writable = out.writable;
                     self.publish_writable();
                     let min_phy = self.log.min_phy_offset();
                     // Shards trim their consume queues against this (broker::clean).
                     self.published.min_phy.store(min_phy, Ordering::Release);
-                    if let Some(ix) = self.index.as_mut().filter(|_| !out.deleted.is_empty()) {
-                        if let Err(e) = ix.delete_expired(min_phy) {
-                            tracing::error!(error = %e, "deleting expired index files failed");
-                        }
+                    // Every pass: a full deleter may have left expired index files last time.
+                    if let Some(ix) = self.index.as_mut() {
+                        retention::expire_index(ix, min_phy, &self.deleter);
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "retention pass failed"),
@@ -599,6 +606,8 @@ impl WriterCore {
         }
         self.observe_flush_failure();
         self.index_durable();
+        // Files detached by retention are unlinked now (no pause: no appends left to protect).
+        self.deleter.finish();
         if self.flush_failed {
             // After a failed fdatasync the page cache may not match the disk: leave the abort
             // file so the next start verifies the tail record by record.

@@ -1,9 +1,9 @@
 //! IndexService: the `index/` directory as a list of IndexFiles, oldest first. Puts go to the
 //! newest file and roll to a new one when it is full; queries walk files newest first.
 //!
-//! Who calls it: the writer thread (`put`, `flush`, `delete_expired` after retention) — the
-//! only mutator; store recovery (`open`, `truncate_after`, `max_phy_offset`); QUERY_MESSAGE
-//! reads (`query`).
+//! Who calls it: the writer thread (`put`, `detach_expired` after retention, `sync_handles` for
+//! the periodic index checkpoint, `flush` at shutdown) — the only mutator; store recovery
+//! (`open`, `truncate_after`, `max_phy_offset`); QUERY_MESSAGE reads (`query`).
 //!
 //! Invariants: `files` are sorted by creation time from their names, and creation times are
 //! strictly increasing even if the wall clock steps back, so the order survives a reopen.
@@ -155,8 +155,7 @@ impl IndexService {
     /// The newest file is kept: it takes new keys. Returns how many files were deleted.
     pub fn delete_expired(&mut self, min_phy_offset: u64) -> Result<usize, StoreError> {
         let mut deleted = 0;
-        while self.files.len() > 1 && self.files[0].end_phy_offset() < min_phy_offset {
-            let f = self.files.remove(0);
+        while let Some(f) = self.detach_expired(min_phy_offset) {
             let path = f.path().to_owned();
             drop(f);
             fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
@@ -164,6 +163,14 @@ impl IndexService {
             deleted += 1;
         }
         Ok(deleted)
+    }
+
+    /// Takes the oldest file out of the service if its last entry points below
+    /// `min_phy_offset` and it is not the newest; the caller unlinks it (the writer hands it to
+    /// the file deleter, see `store::retention::expire_index`).
+    pub fn detach_expired(&mut self, min_phy_offset: u64) -> Option<IndexFile> {
+        (self.files.len() > 1 && self.files[0].end_phy_offset() < min_phy_offset)
+            .then(|| self.files.remove(0))
     }
 
     /// End phy offset of the newest file (0 without files): where index re-dispatch resumes.
