@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use crate::constants::{
     COMMIT_LOG_FILE_SIZE_DEFAULT, CONSUME_QUEUE_FILE_SIZE_DEFAULT,
-    DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS, MAX_MESSAGE_SIZE_DEFAULT, MAX_RECORD_OVERHEAD,
-    OS_PAGE_SIZE, RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
+    DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS, INDEX_FLUSH_INTERVAL_MS, MAX_MESSAGE_SIZE_DEFAULT,
+    MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
 };
 use crate::store::fault::FaultHook;
 use crate::store::StoreError;
@@ -47,6 +47,9 @@ pub struct StoreConfig {
     pub max_hash_slot_num: u32,
     pub max_index_num: u32,
     pub message_index_enable: bool,
+    /// How often the index is made durable and its timestamp checkpointed (ringmq's own; no
+    /// broker.conf key: RocketMQ only syncs an IndexFile when it is full).
+    pub index_flush_interval_ms: u64,
     /// How often the writer runs retention (file age, disk usage) and the shards trim their
     /// consume queues (`cleanResourceInterval`).
     pub retention_check_interval_ms: u64,
@@ -90,6 +93,7 @@ impl Default for StoreConfig {
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,
             message_index_enable: true,
+            index_flush_interval_ms: INDEX_FLUSH_INTERVAL_MS,
             retention_check_interval_ms: RETENTION_CHECK_INTERVAL_MS,
             delete_consume_queue_files_interval_ms: 100,
             delete_commit_log_files_interval_ms: 100,

@@ -1,7 +1,8 @@
 //! Fault seam: lets tests (and the crash-test driver) make segment allocation or flushing fail
 //! with a chosen errno, or pretend the disk is fuller than it is. Production passes no injector.
 //!
-//! Called by `mapped_file` (allocation), `commit_log` (flush) and `retention` (disk usage).
+//! Called by `mapped_file` (allocation), `commit_log` (flush), `retention` (disk usage) and the
+//! checkpoint thread (index sync).
 
 use std::fmt;
 use std::io;
@@ -14,6 +15,8 @@ pub enum FaultPoint {
     AllocateSegment,
     /// msync/fdatasync of commit-log bytes.
     Flush,
+    /// fdatasync of IndexFiles before their timestamp goes into the checkpoint.
+    IndexSync,
 }
 
 pub trait FaultInjector: Send + Sync {

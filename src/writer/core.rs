@@ -1,7 +1,8 @@
 //! The writer thread's loop: block for one request, drain up to the batch bound, write the
 //! batch, then complete it: under ASYNC_FLUSH publish, dispatch, reply and index right here;
 //! under SYNC_FLUSH hand it to the group-commit thread (`group_commit`) and index it once that
-//! thread reports it durable. Periodic async flush, checkpoint and retention between batches.
+//! thread reports it durable. Periodic async flush, checkpoint, index checkpoint and retention
+//! between batches.
 //!
 //! Runs only on the "ringmq-writer" thread (see `writer/mod.rs` for the invariants).
 
@@ -15,6 +16,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use super::checkpointer::Checkpointer;
 use super::flusher::{FlushJob, Flusher};
 use super::group_commit::{GroupCommitRequest, GroupCommitService, GroupCommitStats};
+use super::index_checkpoint::IndexCheckpoint;
 use super::{
     replicate, AppendOutcome, AppendRecord, AppendReply, AppendRequest, AppendStatus, DispatchUnit,
     Dispatcher, Msg, Published, WriterParts,
@@ -52,6 +54,8 @@ pub(super) struct WriterCore {
     last_index_timestamp: i64,
     /// Unlinks the files retention detaches ("ringmq-clean-files"), off this thread.
     deleter: FileDeleter,
+    /// Periodically has the index synced and its timestamp checkpointed (off this thread).
+    index_checkpoint: IndexCheckpoint,
 }
 
 /// Who publishes `max_phy_offset`, dispatches and replies after a batch is written: one
@@ -127,6 +131,10 @@ impl WriterCore {
         let deleter = FileDeleter::spawn(Duration::from_millis(
             cfg.delete_commit_log_files_interval_ms,
         ))?;
+        let index_checkpoint = IndexCheckpoint::new(
+            cfg.index_flush_interval_ms,
+            parts.checkpoint.index_msg_timestamp,
+        );
         let now = Instant::now();
         Ok(WriterCore {
             async_submitted: parts.commit_log.flushed_phy_offset(),
@@ -134,7 +142,7 @@ impl WriterCore {
             index: parts.index,
             queue_offsets,
             checkpoint_ts: parts.checkpoint.physic_msg_timestamp,
-            checkpointer: Some(Checkpointer::spawn(parts.checkpoint)?),
+            checkpointer: Some(Checkpointer::spawn(parts.checkpoint, cfg.fault.clone())?),
             cfg,
             completion,
             published,
@@ -147,6 +155,7 @@ impl WriterCore {
             last_retention: now,
             last_index_timestamp: 0,
             deleter,
+            index_checkpoint,
         })
     }
 
@@ -492,7 +501,8 @@ impl WriterCore {
         let ret = Duration::from_millis(self.cfg.retention_check_interval_ms.max(1));
         let a = flush.saturating_sub(self.last_flush.elapsed());
         let b = ret.saturating_sub(self.last_retention.elapsed());
-        a.min(b).max(Duration::from_millis(1))
+        let c = self.index_checkpoint.due_in();
+        a.min(b).min(c).max(Duration::from_millis(1))
     }
 
     /// Periodic work: flush policy, checkpoint, retention. Runs between batches.
@@ -519,6 +529,13 @@ impl WriterCore {
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "retention pass failed"),
+            }
+        }
+        if self.index_checkpoint.due_in().is_zero() {
+            let durable_ts = self.flushed_timestamp();
+            if let (Some(ix), Some(cp)) = (self.index.as_ref(), self.checkpointer.as_ref()) {
+                let indexed_ts = self.last_index_timestamp;
+                self.index_checkpoint.tick(ix, cp, indexed_ts, durable_ts);
             }
         }
     }
@@ -616,14 +633,20 @@ impl WriterCore {
             ));
         }
         self.log.flush()?;
-        let mut checkpoint = self
+        let stopped = self
             .checkpointer
             .take()
             .and_then(Checkpointer::stop)
             .ok_or_else(|| StoreError::NotWritable("the checkpoint thread is gone".into()))?;
+        let mut checkpoint = stopped.checkpoint;
         if let Some(ix) = self.index.as_mut() {
             ix.flush()?;
-            checkpoint.index_msg_timestamp = self.last_index_timestamp;
+            if !stopped.index_sync_failed {
+                // max: a run that indexed nothing keeps the periodic (or previous) value.
+                checkpoint.index_msg_timestamp = checkpoint
+                    .index_msg_timestamp
+                    .max(self.last_index_timestamp);
+            }
         }
         checkpoint.physic_msg_timestamp = self.log.flushed_store_timestamp();
         checkpoint.flush()?;
