@@ -155,6 +155,13 @@ pub const DISK_HARD_LIMIT_EXTRA_PCT: u32 = 10;
 pub const DISK_HARD_LIMIT_MAX_PCT: u32 = 95;
 /// How often the writer checks retention (file age and disk usage).
 pub const RETENTION_CHECK_INTERVAL_MS: u64 = 10_000;
+/// How often the writer hands the index to the checkpoint thread for an fdatasync and records
+/// its timestamp: after a crash, recovery re-indexes about this much. Index pages are written
+/// at random (hash slots), so syncing much more often multiplies the writes.
+pub const INDEX_FLUSH_INTERVAL_MS: u64 = 10_000;
+/// Largest accepted `deleteCommitLogFilesInterval`: past it a full deleter queue would take
+/// hours to drain while retention waits for room.
+pub const DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS: u64 = 60_000;
 /// Commit-log file names are 20-digit zero-padded start offsets.
 pub const SEGMENT_FILE_NAME_LEN: usize = 20;
 

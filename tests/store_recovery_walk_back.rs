@@ -250,8 +250,9 @@ fn abnormal_recovery_without_checkpoint_verifies_everything() {
 }
 
 /// With the index on, the walk-back also reaches the newest record the surviving index files
-/// cover: `truncate_after` drops the index file whose end is after the checkpoint's index time,
-/// and every key it held, from segment 0 on, is indexed again.
+/// cover: `truncate_after` cuts the index file whose end is after the checkpoint's index time
+/// back to the entries stored before it (ending in segment 2 here), and every key past the cut is
+/// indexed again.
 #[test]
 fn abnormal_recovery_reindexes_from_the_truncated_index() {
     let dir = tempfile::tempdir().unwrap();

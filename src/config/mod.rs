@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
+use crate::constants::DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS;
 use crate::store::config::{DeleteWhen, FlushDiskType, StoreConfig};
 
 pub mod limits;
@@ -235,6 +236,17 @@ impl BrokerConfig {
             "deleteConsumeQueueFilesInterval" => {
                 s.delete_consume_queue_files_interval_ms = num(key, value)?
             }
+            "deleteCommitLogFilesInterval" => {
+                let ms: u64 = num(key, value)?;
+                if ms > DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS {
+                    return Err(invalid(
+                        key,
+                        value,
+                        format!("must be at most {DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS} ms"),
+                    ));
+                }
+                s.delete_commit_log_files_interval_ms = ms;
+            }
             "checkCRCOnRecover" => s.check_crc_on_recover = boolean(key, value)?,
             "maxMessageSize" => {
                 s.max_message_size = num(key, value)?;
@@ -329,5 +341,24 @@ mod tests {
         assert!(err.contains("ASYNC_FLUSH"), "{err}");
         let err = cfg.set("deleteWhen", "04;25").unwrap_err().to_string();
         assert!(err.contains("deleteWhen"), "{err}");
+        for bad in ["-1", "abc", "60001"] {
+            let err = cfg
+                .set("deleteCommitLogFilesInterval", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("deleteCommitLogFilesInterval"), "{err}");
+        }
+    }
+
+    /// `deleteCommitLogFilesInterval` defaults to RocketMQ's 100 ms and reaches the store config.
+    #[test]
+    fn delete_commit_log_files_interval_is_a_store_key() {
+        let mut cfg = BrokerConfig::default();
+        assert_eq!(cfg.store.delete_commit_log_files_interval_ms, 100);
+        cfg.set("deleteCommitLogFilesInterval", "250").unwrap();
+        assert_eq!(cfg.store.delete_commit_log_files_interval_ms, 250);
+        cfg.set("deleteCommitLogFilesInterval", "0").unwrap();
+        assert_eq!(cfg.store.delete_commit_log_files_interval_ms, 0);
+        assert!(!cfg.unknown.contains_key("deleteCommitLogFilesInterval"));
     }
 }

@@ -408,18 +408,15 @@ impl CommitLog {
         Ok(&seg.bytes()[(phy - s) as usize..(end - s) as usize])
     }
 
-    /// Deletes the oldest segment if it is not the active one; returns its start.
-    pub fn delete_oldest_segment(&mut self) -> Result<Option<u64>, StoreError> {
+    /// Takes the oldest segment out of the log if it is not the active one: the minimum
+    /// physical offset moves past it at once. The file is still mapped and on disk; the caller
+    /// unlinks it off this thread (`store::deleter`), oldest first.
+    pub fn detach_oldest_segment(&mut self) -> Option<MappedFile> {
         if self.active == 0 {
-            return Ok(None);
+            return None;
         }
-        let seg = self.segments.remove(0);
         self.active -= 1;
-        let (start, path) = (seg.start(), seg.path().to_path_buf());
-        drop(seg);
-        std::fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
-        sync_dir(&self.dir)?;
-        Ok(Some(start))
+        Some(self.segments.remove(0))
     }
 
     /// Gives up the store lock (clean shutdown, after the last flush).

@@ -7,7 +7,8 @@
 use std::path::PathBuf;
 
 use crate::constants::{
-    COMMIT_LOG_FILE_SIZE_DEFAULT, CONSUME_QUEUE_FILE_SIZE_DEFAULT, MAX_MESSAGE_SIZE_DEFAULT,
+    COMMIT_LOG_FILE_SIZE_DEFAULT, CONSUME_QUEUE_FILE_SIZE_DEFAULT,
+    DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS, INDEX_FLUSH_INTERVAL_MS, MAX_MESSAGE_SIZE_DEFAULT,
     MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
 };
 use crate::store::fault::FaultHook;
@@ -46,12 +47,19 @@ pub struct StoreConfig {
     pub max_hash_slot_num: u32,
     pub max_index_num: u32,
     pub message_index_enable: bool,
+    /// How often the index is made durable and its timestamp checkpointed (ringmq's own; no
+    /// broker.conf key: RocketMQ only syncs an IndexFile when it is full).
+    pub index_flush_interval_ms: u64,
     /// How often the writer runs retention (file age, disk usage) and the shards trim their
     /// consume queues (`cleanResourceInterval`).
     pub retention_check_interval_ms: u64,
     /// Pause on a shard after a queue lost files to retention, before trimming the next one,
     /// so a large trim is spread out (`deleteConsumeQueueFilesInterval`; an async sleep).
     pub delete_consume_queue_files_interval_ms: u64,
+    /// Pause between two commit-log segment deletions of one retention pass, so unlinking many
+    /// 1 GiB files does not hammer the disk (`deleteCommitLogFilesInterval`; the deleter
+    /// thread sleeps, never the writer).
+    pub delete_commit_log_files_interval_ms: u64,
     /// Pin the writer thread to this CPU (the broker passes the last core).
     pub writer_core: Option<usize>,
     /// Pre-fault the pages of a freshly allocated segment on the allocator thread
@@ -88,8 +96,10 @@ impl Default for StoreConfig {
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,
             message_index_enable: true,
+            index_flush_interval_ms: INDEX_FLUSH_INTERVAL_MS,
             retention_check_interval_ms: RETENTION_CHECK_INTERVAL_MS,
             delete_consume_queue_files_interval_ms: 100,
+            delete_commit_log_files_interval_ms: 100,
             writer_core: None,
             warm_mapped_file: false,
             fault: None,
@@ -138,6 +148,12 @@ impl StoreConfig {
             return Err(StoreError::Invalid(format!(
                 "diskMaxUsedSpaceRatio {} must be in 1..=95",
                 self.disk_max_used_space_ratio
+            )));
+        }
+        if self.delete_commit_log_files_interval_ms > DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS {
+            return Err(StoreError::Invalid(format!(
+                "deleteCommitLogFilesInterval {} must be at most {DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS} ms",
+                self.delete_commit_log_files_interval_ms
             )));
         }
         if self.disk_space_clean_forcibly_ratio > 100 {

@@ -1,7 +1,8 @@
 //! Fault seam: lets tests (and the crash-test driver) make segment allocation or flushing fail
 //! with a chosen errno, or pretend the disk is fuller than it is. Production passes no injector.
 //!
-//! Called by `mapped_file` (allocation), `commit_log` (flush) and `retention` (disk usage).
+//! Called by `mapped_file` (allocation), `commit_log` (flush), `retention` (disk usage) and the
+//! checkpoint thread (index sync).
 
 use std::fmt;
 use std::io;
@@ -14,8 +15,10 @@ pub enum FaultPoint {
     AllocateSegment,
     /// msync/fdatasync of commit-log bytes.
     Flush,
-    /// The pwrite of a batch's records into the active segment.
+    /// The pwritev of a batch's records into the active segment.
     Write,
+    /// fdatasync of IndexFiles before their timestamp goes into the checkpoint.
+    IndexSync,
 }
 
 pub trait FaultInjector: Send + Sync {
@@ -24,6 +27,36 @@ pub trait FaultInjector: Send + Sync {
     /// Overrides the measured disk usage (percent) for retention decisions.
     fn disk_used_percent(&self) -> Option<u32> {
         None
+    }
+    /// Overrides the measured disk usage in bytes (takes precedence over
+    /// `disk_used_percent`, which is a fixed figure nothing the store does can change).
+    fn disk_usage(&self) -> Option<DiskUsage> {
+        None
+    }
+}
+
+/// Used and usable bytes of a filesystem, as `df` counts them (reserved blocks excluded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiskUsage {
+    pub used_bytes: u64,
+    pub total_bytes: u64,
+}
+
+impl DiskUsage {
+    /// Used space in percent, rounded down (0 for an empty filesystem).
+    pub fn percent(&self) -> u32 {
+        if self.total_bytes == 0 {
+            return 0;
+        }
+        (u128::from(self.used_bytes) * 100 / u128::from(self.total_bytes)) as u32
+    }
+
+    /// The usage once `bytes` more are freed.
+    pub fn after_freeing(self, bytes: u64) -> DiskUsage {
+        DiskUsage {
+            used_bytes: self.used_bytes.saturating_sub(bytes),
+            ..self
+        }
     }
 }
 

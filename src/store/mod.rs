@@ -1,5 +1,5 @@
 //! The message store in RocketMQ's on-disk formats: CommitLog segments, ConsumeQueue files,
-//! IndexFile, checkpoint and abort files, recovery and retention.
+//! IndexFile, checkpoint and abort files, recovery and retention (with its file deleter).
 //!
 //! Ownership: the CommitLog is mutated only by the writer thread (`crate::writer`); each
 //! ConsumeQueue only by the shard that owns its (topic, queue id); readers on shards map
@@ -9,6 +9,7 @@ pub mod allocator;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
+pub mod deleter;
 pub mod error;
 pub mod fault;
 pub mod files;

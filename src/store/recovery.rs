@@ -26,6 +26,9 @@ pub struct OpenedStore {
     pub index: Option<IndexService>,
     pub checkpoint: Checkpoint,
     pub recovered_from_crash: bool,
+    /// Where the commit-log scan started: after a crash, the newer of what the checkpoint's
+    /// timestamps and the surviving index allow (see `scan_start`).
+    pub scan_from_phy: u64,
 }
 
 /// Lock, check abort, load and recover the commit log, consume queues and index, then create
@@ -46,7 +49,8 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
     let mut index = if cfg.message_index_enable {
         let mut ix = IndexService::open(root, cfg.max_hash_slot_num, cfg.max_index_num)?;
         if crashed {
-            ix.truncate_after(checkpoint.index_msg_timestamp)?;
+            let stored_at = |phy| record_timestamp(&commit_log, phy);
+            ix.truncate_after(checkpoint.index_msg_timestamp, &stored_at)?;
         }
         Some(ix)
     } else {
@@ -55,6 +59,7 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
     // Where index re-dispatch resumes (after the truncation above): the scan must reach it.
     let index_resume = index.as_ref().map(IndexService::max_phy_offset);
     let start = scan_start(&commit_log, &cqs, &checkpoint, crashed, index_resume);
+    let scan_from_phy = commit_log.segments().get(start).map_or(0, |s| s.start());
     let mut sink = RecoverySink {
         root,
         cq_file_size: cfg.mapped_file_size_consume_queue,
@@ -90,7 +95,18 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
         index,
         checkpoint,
         recovered_from_crash: crashed,
+        scan_from_phy,
     })
+}
+
+/// Store timestamp of the record starting at `phy`, if a record starts there (no CRC check:
+/// only its placement and header are needed).
+fn record_timestamp(log: &CommitLog, phy: u64) -> Option<i64> {
+    let segs = log.segments();
+    let first = segs.first()?.start();
+    let seg = segs.get(usize::try_from(phy.checked_sub(first)? / log.segment_size()).ok()?)?;
+    let rec = message::decode(seg.bytes().get((phy - seg.start()) as usize..)?, false).ok()?;
+    (rec.phy_offset == phy as i64).then_some(rec.store_timestamp)
 }
 
 /// Index of the segment recovery scans from (PROTOCOL.md 4.6 steps 2-4).
@@ -99,8 +115,10 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
 /// at or before the checkpoint's `min(physic, logics) - 3 s` (everything before it is durable in
 /// the commit log and dispatched to the consume queues), and no later than the segment holding
 /// `index_resume`, the newest record the surviving index files cover. The index needs a bound
-/// by position, not by its checkpoint time: `truncate_after` deletes a whole file, whose first
-/// entries can be far older than the checkpoint's index time.
+/// by position, not by its checkpoint time: `truncate_after` cuts at the newest entry it can
+/// prove durable (whole seconds, minus the last message) and deletes a file left empty, so the
+/// index may resume before the checkpoint's index time. The periodic index checkpoint keeps
+/// that point recent (`writer::index_checkpoint`).
 fn scan_start(
     log: &CommitLog,
     cqs: &HashMap<QueueKey, ConsumeQueue>,

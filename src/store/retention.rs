@@ -1,13 +1,21 @@
-//! Retention (RocketMQ's CleanCommitLogService): deletes the oldest commit-log segments and
-//! decides whether appends are still allowed (hard limit = `diskMaxUsedSpaceRatio` + 10, at
-//! most 95 %).
+//! Retention (RocketMQ's CleanCommitLogService): takes the oldest commit-log segments out of
+//! the store and decides whether appends are still allowed (hard limit =
+//! `diskMaxUsedSpaceRatio` + 10, at most 95 %).
 //!
 //! A pass deletes anything only when it is one of the `deleteWhen` hours of the local day, or
 //! disk usage is above `diskMaxUsedSpaceRatio` (then at any hour). It then deletes, oldest
 //! first, the segments whose file mtime is older than `fileReservedTime` hours; past
 //! `diskSpaceCleanForciblyRatio` (or the hard limit) it deletes them whatever their age. Consume
 //! queues and index files are trimmed afterwards against the new minimum physical offset: the
-//! queues by their owner shards (`broker::clean`), the index by the writer (`IndexService`).
+//! queues by their owner shards (`broker::clean`), the index by the writer (`expire_index`).
+//!
+//! "Deletes" means: detaches the segment from the commit log (the minimum physical offset moves
+//! at once) and hands it to the file deleter (`store::deleter`), which unlinks it on its own
+//! thread, pausing `deleteCommitLogFilesInterval` between files. Usage is judged as if every
+//! segment waiting there were already gone (`FileDeleter::queued_bytes`): its space is on its
+//! way back, and counting it as used would make one pass under disk pressure take more segments
+//! than it needs. When the deleter's queue is full the pass stops and the segment stays in the
+//! log for the next pass.
 //!
 //! Called by the writer thread every `cleanResourceInterval` with a `PassClock` (injected by
 //! tests). Invariant: the active segment is never deleted, so reads of recent data and appends
@@ -19,22 +27,25 @@ use std::time::{Duration, SystemTime};
 use crate::constants::{DISK_HARD_LIMIT_EXTRA_PCT, DISK_HARD_LIMIT_MAX_PCT};
 use crate::store::commit_log::CommitLog;
 use crate::store::config::StoreConfig;
-use crate::store::StoreError;
+use crate::store::deleter::{DetachedFile, FileDeleter};
+pub use crate::store::fault::DiskUsage;
+use crate::store::{IndexService, StoreError};
 
 /// Segments deleted per check at most, so one check never stalls the writer for long.
 pub const RETENTION_MAX_DELETES_PER_CHECK: usize = 10;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct RetentionOutcome {
-    /// Start offsets of the segments deleted.
+    /// Start offsets of the segments detached and handed to the deleter.
     pub deleted: Vec<u64>,
+    /// Usage counting the segments waiting in the deleter as freed.
     pub used_percent: u32,
     /// False past the hard limit: appends must fail with DiskFull.
     pub writable: bool,
 }
 
-/// Used space of the filesystem holding `path`, in percent (as `df` computes it).
-pub fn disk_used_percent(path: &Path) -> Result<u32, StoreError> {
+/// Used and usable bytes of the filesystem holding `path` (as `df` computes them).
+pub fn disk_usage(path: &Path) -> Result<DiskUsage, StoreError> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|_| StoreError::Invalid("path with NUL".into()))?;
     // SAFETY: statvfs writes into the zeroed struct we pass; `c` is a valid C string.
@@ -45,21 +56,32 @@ pub fn disk_used_percent(path: &Path) -> Result<u32, StoreError> {
     }
     let used = st.f_blocks.saturating_sub(st.f_bfree);
     let total = used + st.f_bavail;
-    if total == 0 {
-        return Ok(0);
-    }
-    Ok((used as u128 * 100 / total as u128) as u32)
+    let block = st.f_frsize;
+    Ok(DiskUsage {
+        used_bytes: used.saturating_mul(block),
+        total_bytes: total.saturating_mul(block),
+    })
 }
 
 pub fn hard_limit_percent(cfg: &StoreConfig) -> u32 {
     (cfg.disk_max_used_space_ratio + DISK_HARD_LIMIT_EXTRA_PCT).min(DISK_HARD_LIMIT_MAX_PCT)
 }
 
-fn measure(log: &CommitLog, cfg: &StoreConfig) -> Result<u32, StoreError> {
-    match cfg.fault.as_ref().and_then(|f| f.0.disk_used_percent()) {
-        Some(p) => Ok(p),
-        None => disk_used_percent(log.dir()),
-    }
+/// Usage in percent with the segments queued for deletion counted as freed. The queued bytes
+/// are read before the disk: a file unlinked in between is then subtracted from a figure that
+/// already lacks it (the pass under-deletes and the next one catches up), never counted twice
+/// as used (which could make the pass delete one segment too many).
+fn measure(log: &CommitLog, cfg: &StoreConfig, deleter: &FileDeleter) -> Result<u32, StoreError> {
+    let queued = deleter.queued_bytes();
+    let fault = cfg.fault.as_ref().map(|f| &f.0);
+    let usage = match fault.and_then(|f| f.disk_usage()) {
+        Some(u) => u,
+        None => match fault.and_then(|f| f.disk_used_percent()) {
+            Some(p) => return Ok(p),
+            None => disk_usage(log.dir())?,
+        },
+    };
+    Ok(usage.after_freeing(queued).percent())
 }
 
 /// RocketMQ clamps the forcible-clean ratio to this range whatever is configured.
@@ -119,14 +141,15 @@ fn expired(path: &Path, reserved: Duration, now: SystemTime) -> Result<bool, Sto
     Ok(now.duration_since(mtime).is_ok_and(|age| age > reserved))
 }
 
-/// One retention pass at `clock`.
+/// One retention pass at `clock`; detached segments go to `deleter`.
 pub fn run(
     log: &mut CommitLog,
     cfg: &StoreConfig,
     clock: PassClock,
+    deleter: &FileDeleter,
 ) -> Result<RetentionOutcome, StoreError> {
     let reserved = Duration::from_secs(cfg.file_reserved_time_hours.saturating_mul(3600));
-    let mut used = measure(log, cfg)?;
+    let mut used = measure(log, cfg, deleter)?;
     let time_up = cfg.delete_when.contains(clock.local_hour);
     let space_low = used > cfg.disk_max_used_space_ratio;
     let mut deleted = Vec::new();
@@ -139,27 +162,51 @@ pub fn run(
         if !old && !forcibly {
             break;
         }
-        match log.delete_oldest_segment()? {
-            Some(start) => {
-                tracing::info!(
-                    start,
-                    old,
-                    forcibly,
-                    used,
-                    time_up,
-                    "retention deleted commit-log segment"
-                );
-                deleted.push(start);
-            }
-            None => break, // only the active segment is left
+        if !deleter.has_room() {
+            // Never wait for the deleter: the segment stays in the log for the next pass.
+            tracing::warn!(
+                queued_bytes = deleter.queued_bytes(),
+                "file deleter busy; retention continues next pass"
+            );
+            break;
         }
-        used = measure(log, cfg)?;
+        let Some(seg) = log.detach_oldest_segment() else {
+            break; // only the active segment is left
+        };
+        let start = seg.start();
+        deleter.submit(DetachedFile::Segment(seg));
+        tracing::info!(
+            start,
+            old,
+            forcibly,
+            used,
+            time_up,
+            "retention detached commit-log segment for deletion"
+        );
+        deleted.push(start);
+        used = measure(log, cfg, deleter)?;
     }
     Ok(RetentionOutcome {
         deleted,
         used_percent: used,
         writable: used < hard_limit_percent(cfg),
     })
+}
+
+/// Hands the IndexFiles that point only below `min_phy` to the deleter (RocketMQ's
+/// `deleteExpiredFile`), as many as its queue takes; the rest go at a later pass. Returns how
+/// many were handed over.
+pub fn expire_index(index: &mut IndexService, min_phy: u64, deleter: &FileDeleter) -> usize {
+    let mut n = 0;
+    while deleter.has_room() {
+        let Some(f) = index.detach_expired(min_phy) else {
+            break;
+        };
+        tracing::info!(path = %f.path().display(), min_phy, "index file expired");
+        deleter.submit(DetachedFile::Index(f));
+        n += 1;
+    }
+    n
 }
 
 #[cfg(test)]
@@ -215,6 +262,11 @@ mod tests {
         PassClock { now, local_hour }
     }
 
+    /// A deleter that does not pause between files.
+    fn deleter() -> FileDeleter {
+        FileDeleter::spawn(Duration::ZERO).unwrap()
+    }
+
     /// Proves `deleteWhen` reads RocketMQ's "04" and "04;16" forms and refuses what Java's
     /// `Integer.parseInt` would choke on or what never matches an hour.
     #[test]
@@ -250,15 +302,18 @@ mod tests {
         let c = cfg(dir.path(), 10);
         let now = SystemTime::now();
         let mut log = log_with(&c, 3, 4, now);
-        let out = run(&mut log, &c, at(now, 3)).unwrap();
+        let mut d = deleter();
+        let out = run(&mut log, &c, at(now, 3), &d).unwrap();
         assert!(out.deleted.is_empty());
         assert_eq!(log.min_phy_offset(), 0);
-        let out = run(&mut log, &c, at(now, 4)).unwrap();
+        let out = run(&mut log, &c, at(now, 4), &d).unwrap();
         assert_eq!(out.deleted, vec![0, SEG, 2 * SEG]);
         assert_eq!(log.segments().len(), 1, "the active segment stays");
         assert_eq!(log.min_phy_offset(), 3 * SEG);
         assert!(out.writable);
+        d.finish();
         assert!(!c.commit_log_dir().join("00000000000000000000").exists());
+        assert!(!c.commit_log_dir().join(format!("{:020}", 2 * SEG)).exists());
     }
 
     /// Proves the pass stops at the first segment younger than `fileReservedTime`, even when
@@ -269,7 +324,7 @@ mod tests {
         let c = cfg(dir.path(), 10);
         let now = SystemTime::now();
         let mut log = log_with(&c, 3, 1, now);
-        let out = run(&mut log, &c, at(now, 4)).unwrap();
+        let out = run(&mut log, &c, at(now, 4), &deleter()).unwrap();
         assert_eq!(out.deleted, vec![0]);
         assert_eq!(log.min_phy_offset(), SEG);
     }
@@ -282,7 +337,7 @@ mod tests {
         let c = cfg(dir.path(), 80);
         let now = SystemTime::now();
         let mut log = log_with(&c, 3, 2, now);
-        let out = run(&mut log, &c, at(now, 13)).unwrap();
+        let out = run(&mut log, &c, at(now, 13), &deleter()).unwrap();
         assert_eq!(out.deleted, vec![0, SEG]);
         assert_eq!(out.used_percent, 80);
         assert!(out.writable, "80 % is under the 85 % hard limit");
@@ -300,12 +355,162 @@ mod tests {
             clean_file_forcibly_enable: false,
             ..c.clone()
         };
-        let out = run(&mut log, &keep, at(now, 13)).unwrap();
+        let d = deleter();
+        let out = run(&mut log, &keep, at(now, 13), &d).unwrap();
         assert!(out.deleted.is_empty());
         assert!(!out.writable);
-        let out = run(&mut log, &c, at(now, 13)).unwrap();
+        let out = run(&mut log, &c, at(now, 13), &d).unwrap();
         assert_eq!(out.deleted, vec![0, SEG, 2 * SEG]);
         assert_eq!(log.segments().len(), 1);
         assert!(!out.writable, "the disk still reports 90 %");
+    }
+
+    /// A disk of `total` bytes holding `other` bytes plus whichever of `files` still exist:
+    /// unlinking one of them frees its size, as on a real filesystem.
+    struct FilesDisk {
+        files: Vec<std::path::PathBuf>,
+        other: u64,
+        total: u64,
+    }
+
+    impl crate::store::fault::FaultInjector for FilesDisk {
+        fn check(&self, _point: FaultPoint) -> Option<std::io::Error> {
+            None
+        }
+        fn disk_usage(&self) -> Option<DiskUsage> {
+            let on_disk: u64 = self
+                .files
+                .iter()
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum();
+            Some(DiskUsage {
+                used_bytes: self.other + on_disk,
+                total_bytes: self.total,
+            })
+        }
+    }
+
+    /// Proves a pass under disk pressure counts segments queued for deletion as freed: with the
+    /// deleter slow (an hour between files), usage drops from 90 % to under the forcible ratio
+    /// after two young segments, so exactly two go; counting them as still used would detach
+    /// every segment but the active one.
+    #[test]
+    fn queued_segments_count_as_freed_so_pressure_deletes_only_what_it_needs() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        let mut log = log_with(&cfg(dir.path(), 10), 5, 0, now);
+        let files: Vec<_> = log.segments().iter().map(|s| s.path().to_owned()).collect();
+        assert_eq!(files.len(), 6);
+        // 12 + 6 of 20 segments' worth used: 90 %. The forcible ratio is 84 % (one under the
+        // 85 % hard limit): 17/20 is still above it, 16/20 is not.
+        let disk = FilesDisk {
+            files,
+            other: 12 * SEG,
+            total: 20 * SEG,
+        };
+        let c = StoreConfig {
+            fault: Some(FaultHook(Arc::new(disk))),
+            ..cfg(dir.path(), 10)
+        };
+        let d = slow_deleter();
+        let out = run(&mut log, &c, at(now, 13), &d).unwrap();
+        assert_eq!(out.deleted, vec![0, SEG]);
+        assert_eq!(out.used_percent, 80);
+        assert!(out.writable);
+        assert_eq!(log.min_phy_offset(), 2 * SEG);
+        assert_eq!(d.queued_bytes(), 2 * SEG);
+        assert!(
+            c.commit_log_dir().join(format!("{SEG:020}")).exists(),
+            "both segments wait in the deleter"
+        );
+        drop(d); // abandons them: the next start loads them again, contiguous with the rest
+        drop(log);
+        let again = CommitLog::load(&c, None).unwrap();
+        assert_eq!(again.min_phy_offset(), 0);
+    }
+
+    /// A deleter that has just unlinked a file, so it holds every file submitted next for an
+    /// hour: nothing the test submits is unlinked while the test looks.
+    fn slow_deleter() -> FileDeleter {
+        let scratch = tempfile::tempdir().unwrap();
+        let d = FileDeleter::spawn(HOUR).unwrap();
+        let seg =
+            crate::store::mapped_file::MappedFile::create(scratch.path(), 0, SEG, None, false)
+                .unwrap();
+        d.submit(DetachedFile::Segment(seg));
+        while d.deleted() == 0 || d.queued_bytes() != 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        d
+    }
+
+    /// Proves a pass never waits for a full deleter: it detaches nothing, the segments stay in
+    /// the log for the next pass, and the pass returns at once.
+    #[test]
+    fn full_deleter_leaves_segments_for_the_next_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let c = cfg(dir.path(), 10);
+        let now = SystemTime::now();
+        let mut log = log_with(&c, 3, 4, now);
+        let d = slow_deleter();
+        let mut start = 0;
+        while d.has_room() {
+            d.submit(DetachedFile::Segment(
+                crate::store::mapped_file::MappedFile::create(
+                    other.path(),
+                    start,
+                    SEG,
+                    None,
+                    false,
+                )
+                .unwrap(),
+            ));
+            start += SEG;
+        }
+        let t0 = std::time::Instant::now();
+        let out = run(&mut log, &c, at(now, 4), &d).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert!(out.deleted.is_empty());
+        assert_eq!(log.min_phy_offset(), 0);
+        assert_eq!(log.segments().len(), 4);
+    }
+
+    /// Proves expired IndexFiles go through the deleter (never the newest one), and that a
+    /// full deleter leaves them in the service for a later pass instead of waiting.
+    #[test]
+    fn expired_index_files_go_through_the_deleter() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ix = IndexService::open(dir.path(), 4, 3).unwrap(); // two keys per file
+        for i in 0..5u64 {
+            ix.put("T", &["k"], i * 100, 1_000 + i as i64).unwrap();
+        }
+        assert_eq!(ix.files().len(), 3);
+        let busy = slow_deleter();
+        let scratch = tempfile::tempdir().unwrap();
+        let mut start = 0;
+        while busy.has_room() {
+            let seg = crate::store::mapped_file::MappedFile::create(
+                scratch.path(),
+                start,
+                SEG,
+                None,
+                false,
+            )
+            .unwrap();
+            busy.submit(DetachedFile::Segment(seg));
+            start += SEG;
+        }
+        assert_eq!(expire_index(&mut ix, 10_000, &busy), 0);
+        assert_eq!(ix.files().len(), 3);
+        let mut d = deleter();
+        assert_eq!(expire_index(&mut ix, 150, &d), 1, "[0, 100] is below 150");
+        assert_eq!(expire_index(&mut ix, 10_000, &d), 1, "the newest stays");
+        d.finish();
+        assert_eq!(ix.files().len(), 1);
+        let left = std::fs::read_dir(dir.path().join("index")).unwrap().count();
+        assert_eq!(left, 1);
+        assert_eq!(ix.query("T", "k", 10, 0, i64::MAX), vec![400]);
     }
 }

@@ -1,7 +1,8 @@
 //! The writer thread's loop: block for one request, drain up to the batch bound, write the
 //! batch, then complete it: under ASYNC_FLUSH publish, dispatch, reply and index right here;
 //! under SYNC_FLUSH hand it to the group-commit thread (`group_commit`) and index it once that
-//! thread reports it durable. Periodic async flush, checkpoint and retention between batches.
+//! thread reports it durable. Periodic async flush, checkpoint, index checkpoint and retention
+//! between batches.
 //!
 //! Runs only on the "ringmq-writer" thread (see `writer/mod.rs` for the invariants).
 
@@ -15,6 +16,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use super::checkpointer::Checkpointer;
 use super::flusher::{FlushJob, Flusher};
 use super::group_commit::{GroupCommitRequest, GroupCommitService, GroupCommitStats};
+use super::index_checkpoint::IndexCheckpoint;
 use super::{
     replicate, AppendOutcome, AppendRecord, AppendReply, AppendRequest, AppendStatus, DispatchUnit,
     Dispatcher, Msg, Published, WriterParts,
@@ -23,6 +25,7 @@ use crate::constants::{
     ASYNC_FLUSH_EAGER_BYTES, OS_PAGE_SIZE, WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS,
 };
 use crate::protocol::message;
+use crate::store::deleter::FileDeleter;
 use crate::store::files::remove_abort;
 use crate::store::{
     retention, CommitLog, CqUnit, FlushDiskType, IndexService, StoreConfig, StoreError,
@@ -51,6 +54,10 @@ pub(super) struct WriterCore {
     last_thorough: Instant,
     last_retention: Instant,
     last_index_timestamp: i64,
+    /// Unlinks the files retention detaches ("ringmq-clean-files"), off this thread.
+    deleter: FileDeleter,
+    /// Periodically has the index synced and its timestamp checkpointed (off this thread).
+    index_checkpoint: IndexCheckpoint,
 }
 
 /// Who publishes `max_phy_offset`, dispatches and replies after a batch is written: one
@@ -124,6 +131,13 @@ impl WriterCore {
                 (None, Completion::GroupCommit(gc))
             }
         };
+        let deleter = FileDeleter::spawn(Duration::from_millis(
+            cfg.delete_commit_log_files_interval_ms,
+        ))?;
+        let index_checkpoint = IndexCheckpoint::new(
+            cfg.index_flush_interval_ms,
+            parts.checkpoint.index_msg_timestamp,
+        );
         let now = Instant::now();
         Ok(WriterCore {
             async_submitted: parts.commit_log.flushed_phy_offset(),
@@ -131,7 +145,7 @@ impl WriterCore {
             index: parts.index,
             queue_offsets,
             checkpoint_ts: parts.checkpoint.physic_msg_timestamp,
-            checkpointer: Some(Checkpointer::spawn(parts.checkpoint)?),
+            checkpointer: Some(Checkpointer::spawn(parts.checkpoint, cfg.fault.clone())?),
             cfg,
             completion,
             published,
@@ -143,6 +157,8 @@ impl WriterCore {
             last_thorough: now,
             last_retention: now,
             last_index_timestamp: 0,
+            deleter,
+            index_checkpoint,
         })
     }
 
@@ -504,7 +520,8 @@ impl WriterCore {
         let ret = Duration::from_millis(self.cfg.retention_check_interval_ms.max(1));
         let a = flush.saturating_sub(self.last_flush.elapsed());
         let b = ret.saturating_sub(self.last_retention.elapsed());
-        a.min(b).max(Duration::from_millis(1))
+        let c = self.index_checkpoint.due_in();
+        a.min(b).min(c).max(Duration::from_millis(1))
     }
 
     /// Periodic work: flush policy, checkpoint, retention. Runs between batches.
@@ -520,20 +537,27 @@ impl WriterCore {
         let ret = Duration::from_millis(self.cfg.retention_check_interval_ms);
         if self.last_retention.elapsed() >= ret {
             self.last_retention = Instant::now();
-            match retention::run(&mut self.log, &self.cfg, retention::PassClock::system()) {
+            let clock = retention::PassClock::system();
+            match retention::run(&mut self.log, &self.cfg, clock, &self.deleter) {
                 Ok(out) => {
                     self.disk_writable = out.writable;
                     self.publish_writable();
                     let min_phy = self.log.min_phy_offset();
                     // Shards trim their consume queues against this (broker::clean).
                     self.published.min_phy.store(min_phy, Ordering::Release);
-                    if let Some(ix) = self.index.as_mut().filter(|_| !out.deleted.is_empty()) {
-                        if let Err(e) = ix.delete_expired(min_phy) {
-                            tracing::error!(error = %e, "deleting expired index files failed");
-                        }
+                    // Every pass: a full deleter may have left expired index files last time.
+                    if let Some(ix) = self.index.as_mut() {
+                        retention::expire_index(ix, min_phy, &self.deleter);
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "retention pass failed"),
+            }
+        }
+        if self.index_checkpoint.due_in().is_zero() {
+            let durable_ts = self.flushed_timestamp();
+            if let (Some(ix), Some(cp)) = (self.index.as_ref(), self.checkpointer.as_ref()) {
+                let indexed_ts = self.last_index_timestamp;
+                self.index_checkpoint.tick(ix, cp, indexed_ts, durable_ts);
             }
         }
     }
@@ -630,6 +654,8 @@ impl WriterCore {
         }
         self.observe_flush_failure();
         self.index_durable();
+        // Files detached by retention are unlinked now (no pause: no appends left to protect).
+        self.deleter.finish();
         if self.flush_failed {
             // After a failed fdatasync the page cache may not match the disk: leave the abort
             // file so the next start verifies the tail record by record.
@@ -638,14 +664,20 @@ impl WriterCore {
             ));
         }
         self.log.flush()?;
-        let mut checkpoint = self
+        let stopped = self
             .checkpointer
             .take()
             .and_then(Checkpointer::stop)
             .ok_or_else(|| StoreError::NotWritable("the checkpoint thread is gone".into()))?;
+        let mut checkpoint = stopped.checkpoint;
         if let Some(ix) = self.index.as_mut() {
             ix.flush()?;
-            checkpoint.index_msg_timestamp = self.last_index_timestamp;
+            if !stopped.index_sync_failed {
+                // max: a run that indexed nothing keeps the periodic (or previous) value.
+                checkpoint.index_msg_timestamp = checkpoint
+                    .index_msg_timestamp
+                    .max(self.last_index_timestamp);
+            }
         }
         checkpoint.physic_msg_timestamp = self.log.flushed_store_timestamp();
         checkpoint.flush()?;

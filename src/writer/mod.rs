@@ -19,6 +19,7 @@ mod checkpointer;
 mod core;
 mod flusher;
 mod group_commit;
+mod index_checkpoint;
 pub mod testkit;
 
 pub use group_commit::GroupCommitStats;

@@ -451,6 +451,8 @@ fn retention_deletes_expired_segments() {
         file_reserved_time_hours: 0,
         delete_when: crate::store::config::DeleteWhen::parse(&every_hour()).unwrap(),
         retention_check_interval_ms: 50,
+        // The pause between deletions has its own test (tests/store_retention_deleter.rs).
+        delete_commit_log_files_interval_ms: 0,
         ..cfg(dir.path(), seg)
     };
     let w = start(&c, Box::new(NullDispatcher));

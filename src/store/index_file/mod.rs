@@ -12,10 +12,13 @@
 //! `abs(hashCode)` match too, so callers must re-check the real key in the message.
 
 mod naming;
+mod repair;
 mod service;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_repair;
 
 use std::fs::OpenOptions;
 use std::io;
@@ -43,6 +46,9 @@ const INDEX_FILE_SIZE_MAX: u64 = 1 << 36;
 
 pub struct IndexFile {
     path: PathBuf,
+    /// Kept for `try_clone_file`: the checkpoint thread fdatasyncs a clone (which covers pages
+    /// written through the mapping) so the writer never waits for the index to reach the disk.
+    file: std::fs::File,
     map: MmapMut,
     hash_slot_num: u32,
     index_num: u32,
@@ -155,6 +161,7 @@ impl IndexFile {
         let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| StoreError::io(&path, e))?;
         Ok(IndexFile {
             path,
+            file,
             map,
             hash_slot_num,
             index_num,
@@ -287,6 +294,13 @@ impl IndexFile {
     /// Creation time from the file name, Unix ms.
     pub fn created_ms(&self) -> i64 {
         self.created_ms
+    }
+
+    /// A second handle on the file, for an fdatasync on another thread.
+    pub fn try_clone_file(&self) -> Result<std::fs::File, StoreError> {
+        self.file
+            .try_clone()
+            .map_err(|e| StoreError::io(&self.path, e))
     }
 
     /// msync of the whole mapping when something changed; the error goes to the caller.

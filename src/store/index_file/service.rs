@@ -1,9 +1,9 @@
 //! IndexService: the `index/` directory as a list of IndexFiles, oldest first. Puts go to the
 //! newest file and roll to a new one when it is full; queries walk files newest first.
 //!
-//! Who calls it: the writer thread (`put`, `flush`, `delete_expired` after retention) — the
-//! only mutator; store recovery (`open`, `truncate_after`, `max_phy_offset`); QUERY_MESSAGE
-//! reads (`query`).
+//! Who calls it: the writer thread (`put`, `detach_expired` after retention, `sync_handles` for
+//! the periodic index checkpoint, `flush` at shutdown) — the only mutator; store recovery
+//! (`open`, `truncate_after`, `max_phy_offset`); QUERY_MESSAGE reads (`query`).
 //!
 //! Invariants: `files` are sorted by creation time from their names, and creation times are
 //! strictly increasing even if the wall clock steps back, so the order survives a reopen.
@@ -139,15 +139,57 @@ impl IndexService {
         out
     }
 
-    /// Abnormal-exit recovery: deletes every file whose end timestamp is after `ts` (the
-    /// checkpoint's index time); the re-dispatch rebuilds their keys.
-    pub fn truncate_after(&mut self, ts: i64) -> Result<(), StoreError> {
-        while let Some(pos) = self.files.iter().position(|f| f.end_timestamp() > ts) {
-            let path = self.files[pos].path().to_owned();
-            fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
-            self.files.remove(pos);
+    /// Abnormal-exit recovery against the checkpoint's index time `ts`: the first file with an
+    /// entry at or after `ts` (by its header; the newest file when none has) is cut back to the
+    /// entries stored before `ts` and its slots repaired (`repair.rs`); every newer file is
+    /// deleted, newest first, so an interruption leaves a prefix. A file left with no entry is
+    /// deleted too. Re-dispatch then puts the keys from `max_phy_offset` on. `stored_at` gives
+    /// the store timestamp of the commit-log record at a phy offset, if there is one.
+    pub fn truncate_after(
+        &mut self,
+        ts: i64,
+        stored_at: &dyn Fn(u64) -> Option<i64>,
+    ) -> Result<(), StoreError> {
+        let Some(newest) = self.files.len().checked_sub(1) else {
+            return Ok(());
+        };
+        let pos = self
+            .files
+            .iter()
+            .position(|f| f.end_timestamp() >= ts)
+            .unwrap_or(newest);
+        while self.files.len() > pos + 1 {
+            let f = self.files.pop().expect("len checked");
+            remove(f)?;
+        }
+        let kept = self.files[pos].truncate_before(ts, stored_at)?;
+        if kept == 0 {
+            let f = self.files.pop().expect("pos is the last file");
+            remove(f)?;
+        } else {
+            tracing::info!(path = %self.files[pos].path().display(), kept,
+                "index file cut back to the checkpoint");
         }
         Ok(())
+    }
+
+    /// Files holding entries written since the file created at `from_created_ms` (inclusive),
+    /// as `(path, second handle)` pairs, for an fdatasync off the writer thread. The writer passes
+    /// the newest file of its previous accepted hand-off, so files rolled in between are synced.
+    pub fn sync_handles(
+        &self,
+        from_created_ms: i64,
+    ) -> Result<Vec<(std::path::PathBuf, fs::File)>, StoreError> {
+        self.files
+            .iter()
+            .filter(|f| f.created_ms() >= from_created_ms)
+            .map(|f| Ok((f.path().to_owned(), f.try_clone_file()?)))
+            .collect()
+    }
+
+    /// Creation time of the newest file (0 without files).
+    pub fn newest_created_ms(&self) -> i64 {
+        self.files.last().map_or(0, IndexFile::created_ms)
     }
 
     /// Retention (RocketMQ's `deleteExpiredFile`): deletes the oldest files whose last entry
@@ -155,8 +197,7 @@ impl IndexService {
     /// The newest file is kept: it takes new keys. Returns how many files were deleted.
     pub fn delete_expired(&mut self, min_phy_offset: u64) -> Result<usize, StoreError> {
         let mut deleted = 0;
-        while self.files.len() > 1 && self.files[0].end_phy_offset() < min_phy_offset {
-            let f = self.files.remove(0);
+        while let Some(f) = self.detach_expired(min_phy_offset) {
             let path = f.path().to_owned();
             drop(f);
             fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
@@ -164,6 +205,14 @@ impl IndexService {
             deleted += 1;
         }
         Ok(deleted)
+    }
+
+    /// Takes the oldest file out of the service if its last entry points below
+    /// `min_phy_offset` and it is not the newest; the caller unlinks it (the writer hands it to
+    /// the file deleter, see `store::retention::expire_index`).
+    pub fn detach_expired(&mut self, min_phy_offset: u64) -> Option<IndexFile> {
+        (self.files.len() > 1 && self.files[0].end_phy_offset() < min_phy_offset)
+            .then(|| self.files.remove(0))
     }
 
     /// End phy offset of the newest file (0 without files): where index re-dispatch resumes.
@@ -210,4 +259,14 @@ impl IndexService {
         self.files.push(f);
         Ok(self.files.last_mut().expect("just pushed"))
     }
+}
+
+/// Unmaps and unlinks a file taken out of the service (recovery only; the writer goes through
+/// the file deleter).
+fn remove(f: IndexFile) -> Result<(), StoreError> {
+    let path = f.path().to_owned();
+    drop(f);
+    fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+    tracing::warn!(path = %path.display(), "index file past the checkpoint deleted");
+    Ok(())
 }

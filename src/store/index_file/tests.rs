@@ -238,14 +238,14 @@ fn truncate_after_drops_newer_files_and_put_resumes() {
     for i in 0..5u64 {
         s.put("T", &["k"], i * 100, T0 + i as i64 * 1000).unwrap();
     }
-    s.truncate_after(T0 + 1500).unwrap();
+    s.truncate_after(T0 + 1500, &|_| None).unwrap();
     assert_eq!(s.files().len(), 1);
     assert_eq!(s.max_phy_offset(), 100);
     assert_eq!(fs::read_dir(dir.path().join("index")).unwrap().count(), 1);
     assert_eq!(s.query("T", "k", 10, 0, i64::MAX), vec![100, 0]);
     s.put("T", &["k"], 200, T0 + 2000).unwrap();
     assert_eq!(s.query("T", "k", 10, 0, i64::MAX), vec![200, 100, 0]);
-    s.truncate_after(0).unwrap();
+    s.truncate_after(0, &|_| None).unwrap();
     assert_eq!((s.files().len(), s.max_phy_offset()), (0, 0));
 }
 
