@@ -88,7 +88,8 @@ pub async fn serve<H: Handler>(
     // Buffers start small and grow only for connections that fill them: an idle connection
     // must cost little (a thousand of them used to hold 64 KiB of zeroed read chunk each).
     let mut rbuf = BytesMut::new();
-    // Bytes asked of one read; doubles up to READ_CHUNK while reads fill it. Reads land in
+    // Bytes asked of one read; doubles up to READ_CHUNK while reads fill it, halves while they
+    // use under a quarter of it. Reads land in
     // `rbuf` itself, so request bodies are copied once (socket -> rbuf) before frames split off.
     let mut want = READ_CHUNK_INITIAL;
     let mut last_activity = Instant::now();
@@ -123,6 +124,10 @@ pub async fn serve<H: Handler>(
                 last_activity = Instant::now();
                 if n == want && want < READ_CHUNK {
                     want = (want * 2).min(READ_CHUNK);
+                } else if n < want / 4 && want > READ_CHUNK_INITIAL {
+                    // Back down when reads stay small again (e.g. a fixed-rate producer after a
+                    // burst): every read zeroes `want` bytes of rbuf first.
+                    want = (want / 2).max(READ_CHUNK_INITIAL);
                 }
                 if let Err(e) = dispatch_frames(&mut rbuf, &handler, &info, &shared, limits) {
                     break e;
