@@ -134,16 +134,7 @@ fn sync_rate(root: PathBuf, threads: u64, secs: u64) -> (f64, f64, u64) {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(secs));
-    stop.store(true, Ordering::Relaxed);
-    for h in handles {
-        h.join().expect("appender");
-    }
-    let el = t.elapsed().as_secs_f64();
-    let n = count.load(Ordering::Relaxed);
-    print_sync_stats(&w, el);
-    w.shutdown().expect("shutdown");
-    ((n * 1024) as f64 / el / 1e6, n as f64 / el, n)
+    finish_sync_run(w, handles, &stop, &count, t, secs)
 }
 
 /// The broker's shape: `shards` threads (as the glommio shard cores) keep `inflight` appends
@@ -196,10 +187,23 @@ fn sync_rate_shards(root: PathBuf, shards: u64, inflight: u64, secs: u64) -> (f6
             })
         })
         .collect();
+    finish_sync_run(w, handles, &stop, &count, t, secs)
+}
+
+/// Lets the appenders run `secs`, stops and joins them, prints the group-commit figures and shuts
+/// the writer down. Returns (MB/s, msg/s, messages).
+fn finish_sync_run(
+    w: ringmq::writer::WriterHandle,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    stop: &AtomicBool,
+    count: &AtomicU64,
+    t: Instant,
+    secs: u64,
+) -> (f64, f64, u64) {
     std::thread::sleep(Duration::from_secs(secs));
     stop.store(true, Ordering::Relaxed);
     for h in handles {
-        h.join().expect("shard");
+        h.join().expect("appender thread");
     }
     let el = t.elapsed().as_secs_f64();
     let n = count.load(Ordering::Relaxed);

@@ -43,6 +43,9 @@ impl SerializeType {
     }
 }
 
+/// extFields of a command: decoded for every request, so hashed with foldhash, not SipHash.
+pub type ExtFieldMap = HashMap<String, String, hashbrown::DefaultHashBuilder>;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemotingCommand {
     pub code: i32,
@@ -52,7 +55,7 @@ pub struct RemotingCommand {
     pub opaque: i32,
     pub flag: i32,
     pub remark: Option<String>,
-    pub ext_fields: HashMap<String, String>,
+    pub ext_fields: ExtFieldMap,
     pub body: Bytes,
     pub serialize_type: SerializeType,
 }
@@ -71,7 +74,7 @@ impl RemotingCommand {
             opaque: NEXT_OPAQUE.fetch_add(1, Ordering::Relaxed),
             flag: 0,
             remark: None,
-            ext_fields: HashMap::new(),
+            ext_fields: ExtFieldMap::default(),
             body: Bytes::new(),
             serialize_type: SerializeType::Json,
         }
@@ -86,7 +89,7 @@ impl RemotingCommand {
             opaque: req.opaque,
             flag: FLAG_RESPONSE,
             remark,
-            ext_fields: HashMap::new(),
+            ext_fields: ExtFieldMap::default(),
             body: Bytes::new(),
             serialize_type: SerializeType::Json,
         }

@@ -1,8 +1,6 @@
 //! Properties over arbitrary input: decoders never panic, encode -> decode is the identity
 //! (modulo the binary header's documented "zero length = null" rule).
 
-use std::collections::HashMap;
-
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 
@@ -34,7 +32,7 @@ fn arb_command() -> impl Strategy<Value = RemotingCommand> {
                 opaque,
                 flag,
                 remark,
-                ext_fields: ext,
+                ext_fields: ext.into_iter().collect(),
                 body: Bytes::from(body),
                 serialize_type: if binary {
                     SerializeType::RocketMq
@@ -50,7 +48,7 @@ fn binary_normalized(mut c: RemotingCommand) -> RemotingCommand {
     if c.remark.as_deref() == Some("") {
         c.remark = None;
     }
-    let ext: HashMap<String, String> = c
+    let ext: crate::protocol::command::ExtFieldMap = c
         .ext_fields
         .into_iter()
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())

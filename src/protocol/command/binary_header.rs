@@ -7,8 +7,6 @@
 //! is taken, so a hostile length can neither panic nor allocate. Encode refuses what Java would
 //! silently truncate (code or version outside a short, keys longer than a short).
 
-use std::collections::HashMap;
-
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::{RemotingCommand, SerializeType};
@@ -100,8 +98,8 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
     })
 }
 
-fn decode_ext(buf: &[u8]) -> Result<HashMap<String, String>, ProtocolError> {
-    let mut map = HashMap::new();
+fn decode_ext(buf: &[u8]) -> Result<super::ExtFieldMap, ProtocolError> {
+    let mut map = super::ExtFieldMap::with_capacity_and_hasher(16, Default::default());
     let mut r = Reader { buf, pos: 0 };
     while r.pos < buf.len() {
         let key_len = r.i16("extFields key length")?;

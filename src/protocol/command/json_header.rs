@@ -5,7 +5,6 @@
 //! but numbers/booleans are stringified and nulls dropped, as Java's map would hold them. Encode
 //! writes fastjson's shape: fields sorted by name, null remark omitted, `extFields` always present.
 
-use std::collections::HashMap;
 use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -40,7 +39,7 @@ struct JsonHeaderIn {
 struct JsonHeaderOut<'a> {
     code: i32,
     #[serde(rename = "extFields")]
-    ext_fields: &'a HashMap<String, String>,
+    ext_fields: &'a super::ExtFieldMap,
     flag: i32,
     language: &'static str,
     opaque: i32,
@@ -122,7 +121,7 @@ fn de_language<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
 
 /// extFields read straight into the map: string values as is, numbers and booleans
 /// stringified (what Java's `toString` would have sent), null values dropped.
-struct ExtFields(HashMap<String, String>);
+struct ExtFields(super::ExtFieldMap);
 
 impl<'de> Deserialize<'de> for ExtFields {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -138,8 +137,9 @@ impl<'de> Visitor<'de> for ExtFieldsVisitor {
         f.write_str("an object of string values")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFields, A::Error> {
-        // No size hint preallocation: the hint is bounded by the input anyway, but keep it small.
-        let mut out = HashMap::with_capacity(map.size_hint().unwrap_or(0).min(32));
+        // JSON gives no size hint; 16 holds a send header (up to 14 fields) without rehashing.
+        let hint = map.size_hint().unwrap_or(16).min(32);
+        let mut out = super::ExtFieldMap::with_capacity_and_hasher(hint, Default::default());
         while let Some(key) = map.next_key::<String>()? {
             if let ExtValue(Some(v)) = map.next_value::<ExtValue>()? {
                 out.insert(key, v);

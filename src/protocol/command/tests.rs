@@ -30,7 +30,7 @@ fn golden_binary_command() -> RemotingCommand {
         opaque: 7,
         flag: 0,
         remark: Some("hi".into()),
-        ext_fields: [("a".to_string(), "PG".to_string())].into(),
+        ext_fields: [("a".to_string(), "PG".to_string())].into_iter().collect(),
         body: Bytes::from_static(b"xyz"),
         serialize_type: SerializeType::RocketMq,
     }
