@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, TryRecvError};
 
 use super::checkpointer::Checkpointer;
 use super::flusher::{FlushJob, Flusher};
@@ -171,14 +171,24 @@ impl WriterCore {
     }
 
     pub(super) fn run(&mut self, rx: Receiver<Msg>) -> Result<(), StoreError> {
+        let mut tick_at = Instant::now() + self.next_tick_in();
         loop {
-            let first = match rx.recv_timeout(self.next_tick_in()) {
+            // Park rather than block in the channel (whose receive spins first): senders unpark
+            // this thread after every send, and a send between the check and the park leaves
+            // the token that makes the park return at once.
+            let first = match rx.try_recv() {
                 Ok(m) => m,
-                Err(RecvTimeoutError::Timeout) => {
-                    self.tick();
+                Err(TryRecvError::Empty) => {
+                    let now = Instant::now();
+                    if now >= tick_at {
+                        self.tick();
+                        tick_at = Instant::now() + self.next_tick_in();
+                    } else {
+                        std::thread::park_timeout(tick_at - now);
+                    }
                     continue;
                 }
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                Err(TryRecvError::Disconnected) => return Ok(()),
             };
             let req = match first {
                 Msg::Append(r) => r,
@@ -211,6 +221,7 @@ impl WriterCore {
                 _ => {}
             }
             self.tick();
+            tick_at = Instant::now() + self.next_tick_in();
         }
     }
 

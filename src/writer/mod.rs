@@ -128,13 +128,27 @@ struct Published {
 pub struct WriterSender {
     tx: Sender<Msg>,
     published: Arc<Published>,
+    /// The writer thread, unparked after every send: it parks instead of blocking in the
+    /// channel's receive, which spins before it sleeps (7 % of the broker's W2 samples were that
+    /// spin, on a 2-core machine where the shard and the client need the CPU).
+    writer: std::thread::Thread,
+}
+
+impl Drop for WriterSender {
+    fn drop(&mut self) {
+        // The last sender gone disconnects the inbox: let the writer see it now, not at its tick.
+        self.writer.unpark();
+    }
 }
 
 impl WriterSender {
     /// Never blocks: the request comes back when the inbox is full or the writer stopped.
     pub fn try_append(&self, req: AppendRequest) -> Result<(), AppendRequest> {
         match self.tx.try_send(Msg::Append(req)) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.writer.unpark();
+                Ok(())
+            }
             Err(TrySendError::Full(m)) | Err(TrySendError::Disconnected(m)) => match m {
                 Msg::Append(r) => Err(r),
                 Msg::Shutdown | Msg::Abandon => unreachable!("only appends are sent here"),
@@ -201,6 +215,7 @@ impl WriterHandle {
         };
         // A send error means the thread is already gone; join reports why.
         let _sent = self.sender.tx.send(msg);
+        self.sender.writer.unpark();
         match t.join() {
             Ok(r) => r,
             Err(_) => Err(StoreError::NotWritable("writer thread panicked".into())),
@@ -247,6 +262,7 @@ pub fn spawn_writer(
         sender: WriterSender {
             tx,
             published: published.clone(),
+            writer: thread.thread().clone(),
         },
         published,
         group_commit_stats,
