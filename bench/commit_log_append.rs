@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use ringmq::store::{open, FlushDiskType, StoreConfig};
 use ringmq::writer::testkit::{append_wait, record, NullDispatcher};
-use ringmq::writer::{spawn_writer, AppendRequest, WriterParts};
+use ringmq::writer::{spawn_writer, AppendRequest, WriterHandle, WriterParts};
 
 const RECORD_BODY: usize = 1024 - 91 - 5; // 1 KiB stored records with topic "BENCH"
 
@@ -115,12 +115,7 @@ fn async_rate(root: PathBuf, n: u64) -> (f64, f64) {
 }
 
 fn sync_rate(root: PathBuf, threads: u64, secs: u64) -> (f64, f64, u64) {
-    let cfg = store_cfg(root, FlushDiskType::SyncFlush);
-    let (parts, _) = WriterParts::from_opened(open(&cfg).expect("open"));
-    let w = spawn_writer(parts, &cfg, Box::new(NullDispatcher)).expect("writer");
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
-    let t = Instant::now();
+    let (w, stop, count, t) = start_sync_run(root);
     let handles: Vec<_> = (0..threads)
         .map(|i| {
             let (s, stop, count) = (w.clone_sender(), stop.clone(), count.clone());
@@ -141,12 +136,7 @@ fn sync_rate(root: PathBuf, threads: u64, secs: u64) -> (f64, f64, u64) {
 /// outstanding between them, each reply coming back over the shard's channel and a new append
 /// going out in its place. Returns (MB/s, msg/s, messages).
 fn sync_rate_shards(root: PathBuf, shards: u64, inflight: u64, secs: u64) -> (f64, f64, u64) {
-    let cfg = store_cfg(root, FlushDiskType::SyncFlush);
-    let (parts, _) = WriterParts::from_opened(open(&cfg).expect("open"));
-    let w = spawn_writer(parts, &cfg, Box::new(NullDispatcher)).expect("writer");
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
-    let t = Instant::now();
+    let (w, stop, count, t) = start_sync_run(root);
     let handles: Vec<_> = (0..shards)
         .map(|i| {
             let (s, stop, count) = (w.clone_sender(), stop.clone(), count.clone());
@@ -190,10 +180,20 @@ fn sync_rate_shards(root: PathBuf, shards: u64, inflight: u64, secs: u64) -> (f6
     finish_sync_run(w, handles, &stop, &count, t, secs)
 }
 
+/// A SYNC_FLUSH writer over a fresh store, with the stop flag and message counter of a run.
+fn start_sync_run(root: PathBuf) -> (WriterHandle, Arc<AtomicBool>, Arc<AtomicU64>, Instant) {
+    let cfg = store_cfg(root, FlushDiskType::SyncFlush);
+    let (parts, _) = WriterParts::from_opened(open(&cfg).expect("open"));
+    let w = spawn_writer(parts, &cfg, Box::new(NullDispatcher)).expect("writer");
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    (w, stop, count, Instant::now())
+}
+
 /// Lets the appenders run `secs`, stops and joins them, prints the group-commit figures and shuts
 /// the writer down. Returns (MB/s, msg/s, messages).
 fn finish_sync_run(
-    w: ringmq::writer::WriterHandle,
+    w: WriterHandle,
     handles: Vec<std::thread::JoinHandle<()>>,
     stop: &AtomicBool,
     count: &AtomicU64,
@@ -212,7 +212,7 @@ fn finish_sync_run(
     ((n * 1024) as f64 / el / 1e6, n as f64 / el, n)
 }
 
-fn print_sync_stats(w: &ringmq::writer::WriterHandle, el: f64) {
+fn print_sync_stats(w: &WriterHandle, el: f64) {
     if let Some(st) = w.group_commit_stats() {
         let rounds = st.group_commits.load(Ordering::Relaxed).max(1);
         let recs = st.records.load(Ordering::Relaxed);
