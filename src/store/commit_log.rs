@@ -377,14 +377,14 @@ impl CommitLog {
         Ok(self.flushed)
     }
 
-    /// Handles on the files of the segments from the one holding `phy` to the active one, for
-    /// a flush on another thread (fdatasync on a file handle covers pages written via mmap).
-    pub fn files_from(&self, phy: u64) -> Result<Vec<std::fs::File>, StoreError> {
+    /// The files of the segments from the one holding `phy` to the active one, shared with a
+    /// flush on another thread (an fdatasync of the file covers every page written to it).
+    pub fn files_from(&self, phy: u64) -> Vec<std::sync::Arc<std::fs::File>> {
         let first = self.segments[0].start();
         let lo = ((phy.max(first) - first) / self.segment_size) as usize;
         self.segments[lo.min(self.active)..=self.active]
             .iter()
-            .map(MappedFile::try_clone_file)
+            .map(MappedFile::shared_file)
             .collect()
     }
 

@@ -310,12 +310,19 @@ mod tests {
         let segs = segments(dir.path(), n);
         let mut d = FileDeleter::spawn(Duration::from_secs(3600)).unwrap();
         let mut submitted = 0;
-        for s in segs {
+        let mut segs = segs.into_iter().peekable();
+        // The thread may take a file off the queue after `has_room` said no: fill again until
+        // the queue stays full while the thread sits in its pause.
+        while segs.peek().is_some() {
+            while d.has_room() {
+                let Some(s) = segs.next() else { break };
+                d.submit(DetachedFile::Segment(s));
+                submitted += 1;
+            }
+            std::thread::sleep(Duration::from_millis(50));
             if !d.has_room() {
                 break;
             }
-            d.submit(DetachedFile::Segment(s));
-            submitted += 1;
         }
         // The thread unlinks the first file at once and holds the second through an hour's
         // pause: the queue takes its capacity on top of those two at most.

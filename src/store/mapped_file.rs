@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memmap2::{MmapMut, MmapOptions};
 
@@ -20,7 +21,8 @@ use crate::store::StoreError;
 
 pub struct MappedFile {
     path: PathBuf,
-    file: File,
+    /// Shared with the flush threads (a clone of the Arc, not a dup'd descriptor, per batch).
+    file: Arc<File>,
     map: MmapMut,
     start: u64,
 }
@@ -133,7 +135,7 @@ impl MappedFile {
             .map_err(|e| StoreError::io(&path, e))?;
         Ok(MappedFile {
             path,
-            file,
+            file: Arc::new(file),
             map,
             start,
         })
@@ -214,11 +216,9 @@ impl MappedFile {
             .map_err(|e| StoreError::io(&self.path, e))
     }
 
-    /// A second handle on the segment file (for the background flusher).
-    pub fn try_clone_file(&self) -> Result<File, StoreError> {
-        self.file
-            .try_clone()
-            .map_err(|e| StoreError::io(&self.path, e))
+    /// The segment file for a flush on another thread (fdatasync of the file covers it).
+    pub fn shared_file(&self) -> Arc<File> {
+        self.file.clone()
     }
 
     pub fn raw_fd(&self) -> std::os::fd::RawFd {

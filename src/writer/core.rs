@@ -336,14 +336,6 @@ impl WriterCore {
                 failure = Some(e);
             }
         }
-        // SYNC_FLUSH: handles on the segments the batch touched, for the group-commit thread.
-        let mut files = Vec::new();
-        if failure.is_none() && matches!(self.completion, Completion::GroupCommit(_)) {
-            match self.segment_files_since(start_phy) {
-                Ok(f) => files = f,
-                Err(e) => failure = Some(e),
-            }
-        }
         if let Some(e) = failure {
             tracing::error!(error = %e, "append batch failed; rolled back");
             self.log.rollback(mark);
@@ -365,6 +357,8 @@ impl WriterCore {
         if matches!(self.completion, Completion::Inline(_)) {
             self.complete_inline(written);
         } else {
+            // The segments the batch touched, for the group-commit thread's fdatasync.
+            let files = self.segment_files_since(start_phy);
             self.hand_to_group_commit(written, files);
         }
     }
@@ -396,7 +390,7 @@ impl WriterCore {
 
     /// SYNC_FLUSH: wait_flush = false requests are answered now; the rest, the units and the
     /// publish go to the group-commit thread; keys are indexed once the batch is durable.
-    fn hand_to_group_commit(&mut self, w: Written, files: Vec<(u64, std::fs::File)>) {
+    fn hand_to_group_commit(&mut self, w: Written, files: Vec<(u64, Arc<std::fs::File>)>) {
         let index_enabled = self.index.is_some();
         let mut waiters: Vec<(AppendReply, AppendOutcome)> = Vec::new();
         let mut to_index = Vec::new();
@@ -461,13 +455,13 @@ impl WriterCore {
     }
 
     /// (segment start, file handle) of every segment holding bytes in `[from, max_phy)`.
-    fn segment_files_since(&self, from: u64) -> Result<Vec<(u64, std::fs::File)>, StoreError> {
+    fn segment_files_since(&self, from: u64) -> Vec<(u64, Arc<std::fs::File>)> {
         let end = self.log.max_phy_offset();
         self.log
             .segments()
             .iter()
             .filter(|s| s.end() > from && s.start() < end)
-            .map(|s| Ok((s.start(), s.try_clone_file()?)))
+            .map(|s| (s.start(), s.shared_file()))
             .collect()
     }
 
@@ -606,12 +600,8 @@ impl WriterCore {
         if dirty == 0 || (dirty < least && !thorough) || f.state.busy.load(Ordering::Acquire) {
             return;
         }
-        let files = match self.log.files_from(self.async_submitted) {
-            Ok(f) => f,
-            Err(e) => return tracing::error!(error = %e, "preparing async flush"),
-        };
         let job = FlushJob {
-            files,
+            files: self.log.files_from(self.async_submitted),
             upto_phy: self.log.max_phy_offset(),
             store_timestamp: self.log.last_store_timestamp(),
         };

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{bounded, Sender};
 
 pub struct FlushJob {
-    pub files: Vec<File>,
+    pub files: Vec<Arc<File>>,
     pub upto_phy: u64,
     pub store_timestamp: i64,
 }

@@ -30,7 +30,7 @@ use crate::store::StoreError;
 /// One written writer batch waiting for its fdatasync.
 pub struct GroupCommitRequest {
     /// The segments the batch touched, as (segment start, file handle), in order.
-    pub files: Vec<(u64, File)>,
+    pub files: Vec<(u64, Arc<File>)>,
     /// End of the batch's last record.
     pub upto_phy: u64,
     pub store_timestamp: i64,
