@@ -12,7 +12,11 @@
 //! what that costs. The `sync:` lines give records, bytes and milliseconds per fdatasync.
 //!
 //! Env: RINGMQ_BENCH_DIR (default /tmp), RINGMQ_BENCH_MB (raw and async volume, default 1024),
-//! RINGMQ_BENCH_SYNC_SECS (default 5), RINGMQ_BENCH_SYNC_THREADS (default 64).
+//! RINGMQ_BENCH_SYNC_SECS (default 5), RINGMQ_BENCH_SYNC_THREADS (default 64),
+//! RINGMQ_BENCH_WARM (unset: the store's default, segments zero-filled under SYNC_FLUSH only;
+//! 0 or 1 forces `warmMapedFileEnable` off or on, to see what warming buys),
+//! RINGMQ_BENCH_ONLY=async|sync (only the ASYNC run, or only the shard-shaped SYNC run, and no
+//! ratio: for comparing settings back to back or profiling one of them).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -25,6 +29,11 @@ use std::time::{Duration, Instant};
 use ringmq::store::{open, FlushDiskType, StoreConfig};
 use ringmq::writer::testkit::{append_wait, record, NullDispatcher};
 use ringmq::writer::{spawn_writer, AppendRequest, WriterHandle, WriterParts};
+
+// The broker's allocator (src/main.rs): records are allocated on the appender threads and freed
+// on the writer's, which glibc's malloc handles badly (a third of the ASYNC run's samples).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const RECORD_BODY: usize = 1024 - 91 - 5; // 1 KiB stored records with topic "BENCH"
 
@@ -64,6 +73,7 @@ fn store_cfg(root: PathBuf, flush: FlushDiskType) -> StoreConfig {
     StoreConfig {
         flush_disk_type: flush,
         message_index_enable: false,
+        warm_mapped_file: std::env::var("RINGMQ_BENCH_WARM").ok().map(|v| v == "1"),
         ..StoreConfig::with_root(root)
     }
 }
@@ -239,6 +249,26 @@ fn main() {
         "commit_log_append: dir {}, {mb} MiB, 1 KiB records",
         dir.display()
     );
+
+    match std::env::var("RINGMQ_BENCH_ONLY").as_deref() {
+        Ok("sync") => {
+            let (mbs, msgs, n) = sync_rate_shards(dir.join("sync-shards"), 2, threads, sync_secs);
+            println!(
+                "SYNC_FLUSH append, {threads} in flight from 2 shard threads: {mbs:.1} MB/s, \
+                 {msgs:.0} msg/s ({n} msgs)"
+            );
+        }
+        Ok("async") => {
+            let (mbs, msgs) = async_rate(dir.join("async"), (mb << 20) / 1024);
+            println!("ASYNC_FLUSH append: {mbs:.0} MB/s, {msgs:.0} msg/s");
+        }
+        Ok(other) => panic!("RINGMQ_BENCH_ONLY={other}: expected async or sync"),
+        Err(_) => {}
+    }
+    if std::env::var_os("RINGMQ_BENCH_ONLY").is_some() {
+        std::fs::remove_dir_all(&dir).expect("clean bench dir");
+        return;
+    }
 
     // The disk's rate swings run to run here (0.4-0.8 GB/s); the best of three is the limit the
     // ratios are taken against, which is the stricter choice.

@@ -30,6 +30,10 @@ const _: () = assert!(MAX_REGISTER_BODY_INFLATED_LEN >= MAX_FRAME_LEN);
 pub const READ_CHUNK: usize = 64 * 1024;
 /// A new connection's read chunk; it doubles up to `READ_CHUNK` each time a read fills it.
 pub const READ_CHUNK_INITIAL: usize = 4 * 1024;
+/// Responses already queued for one connection are copied into one buffer of up to this many
+/// bytes and written with one send: on loopback each send costs the TCP stack a segment (and
+/// the receiver a wake-up), far more than copying a few hundred bytes of response.
+pub const WRITE_COALESCE_BYTES: usize = 64 * 1024;
 /// Requests of one connection being served at once; reading pauses beyond it
 /// (`maxInflightPerConnection`).
 pub const MAX_INFLIGHT_PER_CONN: usize = 1024;
@@ -155,6 +159,8 @@ pub const DISK_HARD_LIMIT_EXTRA_PCT: u32 = 10;
 pub const DISK_HARD_LIMIT_MAX_PCT: u32 = 95;
 /// How often the writer checks retention (file age and disk usage).
 pub const RETENTION_CHECK_INTERVAL_MS: u64 = 10_000;
+/// How often the writer checks again while appends are refused for disk space.
+pub const DISK_FULL_RECHECK_MS: u64 = 100;
 /// How often the writer hands the index to the checkpoint thread for an fdatasync and records
 /// its timestamp: after a crash, recovery re-indexes about this much. Index pages are written
 /// at random (hash slots), so syncing much more often multiplies the writes.

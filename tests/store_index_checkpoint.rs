@@ -21,7 +21,7 @@ fn cfg(root: &Path) -> StoreConfig {
         mapped_file_size_commit_log: SEG,
         max_message_size: 8 << 10,
         flush_disk_type: FlushDiskType::SyncFlush,
-        warm_mapped_file: false,
+        warm_mapped_file: Some(false),
         max_hash_slot_num: 64,
         max_index_num: 4096,
         index_flush_interval_ms: 50,

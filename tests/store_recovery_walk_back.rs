@@ -29,7 +29,7 @@ fn cfg(root: &Path, index: bool) -> StoreConfig {
         message_index_enable: index,
         max_hash_slot_num: SLOTS,
         max_index_num: ENTRIES,
-        warm_mapped_file: false,
+        warm_mapped_file: Some(false),
         ..StoreConfig::with_root(root)
     }
 }

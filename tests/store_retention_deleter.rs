@@ -23,7 +23,7 @@ fn cfg(root: &Path, retention_ms: u64) -> StoreConfig {
         mapped_file_size_commit_log: SEG,
         max_message_size: 16 << 10,
         flush_disk_type: FlushDiskType::AsyncFlush,
-        warm_mapped_file: false,
+        warm_mapped_file: Some(false),
         file_reserved_time_hours: 0,
         delete_when: DeleteWhen::parse(&every_hour.join(";")).unwrap(),
         retention_check_interval_ms: retention_ms,

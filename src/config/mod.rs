@@ -256,7 +256,7 @@ impl BrokerConfig {
             }
             "writerInboxCapacity" => s.writer_inbox_capacity = num(key, value)?,
             "warmMapedFileEnable" | "warmMappedFileEnable" => {
-                s.warm_mapped_file = boolean(key, value)?
+                s.warm_mapped_file = Some(boolean(key, value)?)
             }
             "messageIndexEnable" => s.message_index_enable = boolean(key, value)?,
             "maxHashSlotNum" => s.max_hash_slot_num = num(key, value)?,

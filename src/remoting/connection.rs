@@ -20,7 +20,7 @@ use futures_lite::FutureExt;
 use super::{ConnInfo, Handler, Outbound};
 use crate::constants::{
     IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, MAX_INFLIGHT_PER_CONN, READ_CHUNK, READ_CHUNK_INITIAL,
-    WRITE_STALL_TIMEOUT_MS,
+    WRITE_COALESCE_BYTES, WRITE_STALL_TIMEOUT_MS,
 };
 use crate::protocol::frame::split_frame;
 use crate::protocol::RemotingCommand;
@@ -234,7 +234,9 @@ async fn write_watchdog(progress: &Cell<Instant>, timeout: Duration) -> Result<(
 }
 
 /// Writes `first` and then everything else already queued, so one wake-up drains the outbox.
-/// `progress` is set to now after each entry is written.
+/// Consecutive frames (and the header of a zero-copy response after them) are gathered into one
+/// buffer of up to `WRITE_COALESCE_BYTES` and written with one send; a lone frame is written
+/// as it is, without a copy. `progress` is set to now after each write.
 async fn write_out<H: Handler>(
     stream: &mut Stream,
     handler: &H,
@@ -242,18 +244,34 @@ async fn write_out<H: Handler>(
     outbox_rx: &MailboxReceiver<Outbound>,
     progress: &Cell<Instant>,
 ) -> Result<(), String> {
+    let mut gathered = BytesMut::new();
     let mut next = Some(first);
     while let Some(out) = next.take() {
+        let following = outbox_rx.try_recv();
         match out {
-            Outbound::Frame(bytes) => stream
-                .write_all(&bytes)
-                .await
-                .map_err(|e| format!("write error: {e}"))?,
+            Outbound::Frame(bytes) => {
+                let more = matches!(
+                    following,
+                    Some(Outbound::Frame(_) | Outbound::ZeroCopy { .. })
+                );
+                if gathered.is_empty() && !more {
+                    write(stream, &bytes, progress).await?;
+                } else {
+                    gathered.extend_from_slice(&bytes);
+                    if !more || gathered.len() >= WRITE_COALESCE_BYTES {
+                        write(stream, &gathered, progress).await?;
+                        gathered.clear();
+                    }
+                }
+            }
             Outbound::ZeroCopy { prefix, ranges } => {
-                stream
-                    .write_all(&prefix)
-                    .await
-                    .map_err(|e| format!("write error: {e}"))?;
+                if gathered.is_empty() {
+                    write(stream, &prefix, progress).await?;
+                } else {
+                    gathered.extend_from_slice(&prefix);
+                    write(stream, &gathered, progress).await?;
+                    gathered.clear();
+                }
                 for (phy, size) in coalesce(&ranges) {
                     let (fd, off) = handler
                         .open_range(phy, size)
@@ -263,12 +281,24 @@ async fn write_out<H: Handler>(
                         .await
                         .map_err(|e| format!("sendfile error: {e}"))?;
                 }
+                progress.set(Instant::now());
             }
-            Outbound::Close => return Err("closed by server".into()),
+            Outbound::Close => {
+                // `gathered` is empty here: a frame followed by Close was written at once.
+                return Err("closed by server".into());
+            }
         }
-        progress.set(Instant::now());
-        next = outbox_rx.try_recv();
+        next = following;
     }
+    Ok(())
+}
+
+async fn write(stream: &mut Stream, bytes: &[u8], progress: &Cell<Instant>) -> Result<(), String> {
+    stream
+        .write_all(bytes)
+        .await
+        .map_err(|e| format!("write error: {e}"))?;
+    progress.set(Instant::now());
     Ok(())
 }
 

@@ -4,14 +4,20 @@
 //! Owned by the `CommitLog`. Protocol: `request(start)` asks for the segment at `start` (at most
 //! one outstanding); `take(start)` returns it, waiting only if it is not ready yet. An allocation
 //! error (ENOSPC -> DiskFull) is returned by `take`; the next `take` tries again.
+//!
+//! With warming on (SYNC_FLUSH by default, `StoreConfig::warm_segments`), the thread also writes
+//! zeros over the new segment. `take` raises the `wanted` flag first, so a writer that catches
+//! up with the warming waits for one 1 MiB write at most, never for the whole segment.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::store::fault::FaultHook;
-use crate::store::mapped_file::MappedFile;
+use crate::store::mapped_file::{MappedFile, Warm};
 use crate::store::StoreError;
 
 type Allocated = (u64, Result<MappedFile, StoreError>);
@@ -20,7 +26,8 @@ pub struct SegmentAllocator {
     dir: PathBuf,
     size: u64,
     fault: Option<FaultHook>,
-    warm: bool,
+    /// Set by `take`: the writer waits for the pending segment, stop warming it.
+    wanted: Arc<AtomicBool>,
     tx: Option<Sender<u64>>,
     rx: Receiver<Allocated>,
     pending: Option<u64>,
@@ -38,11 +45,18 @@ impl SegmentAllocator {
         let (req_tx, req_rx) = bounded::<u64>(1);
         let (res_tx, res_rx) = bounded::<Allocated>(1);
         let (d, f) = (dir.clone(), fault.clone());
+        let wanted = Arc::new(AtomicBool::new(false));
+        let w = wanted.clone();
         let thread = std::thread::Builder::new()
             .name("ringmq-prealloc".into())
             .spawn(move || {
                 for start in req_rx {
-                    let res = MappedFile::create(&d, start, size, f.as_ref(), warm);
+                    let how = if warm {
+                        Warm::UntilWanted(&w)
+                    } else {
+                        Warm::Off
+                    };
+                    let res = MappedFile::create(&d, start, size, f.as_ref(), how);
                     if res_tx.send((start, res)).is_err() {
                         return;
                     }
@@ -53,7 +67,7 @@ impl SegmentAllocator {
             dir,
             size,
             fault,
-            warm,
+            wanted,
             tx: Some(req_tx),
             rx: res_rx,
             pending: None,
@@ -67,6 +81,7 @@ impl SegmentAllocator {
             return;
         }
         if let Some(tx) = &self.tx {
+            self.wanted.store(false, Ordering::Release);
             if tx.send(start).is_ok() {
                 self.pending = Some(start);
             }
@@ -76,22 +91,25 @@ impl SegmentAllocator {
     /// The segment at `start`: the preallocated one if ready, else allocated now.
     pub fn take(&mut self, start: u64) -> Result<MappedFile, StoreError> {
         if let Some(p) = self.pending.take() {
+            self.wanted.store(true, Ordering::Release);
             match self.rx.recv() {
                 Ok((s, res)) if s == start && p == start => return res,
                 Ok((_, Ok(other))) => drop(other), // wrong start: unused spare, keep the file
                 Ok((_, Err(_))) | Err(_) => {}
             }
         }
-        // Not requested (or the helper is gone): allocate synchronously on this thread.
-        MappedFile::create(&self.dir, start, self.size, self.fault.as_ref(), self.warm)
+        // Not requested (or the helper is gone): allocate synchronously on this thread, unwarmed
+        // (the writer is waiting for it).
+        MappedFile::create(&self.dir, start, self.size, self.fault.as_ref(), Warm::Off)
     }
 }
 
 impl Drop for SegmentAllocator {
     fn drop(&mut self) {
         self.tx = None; // closes the request channel: the helper exits after its current job
-                        // Receiving until disconnect both unblocks a helper sending its last result and waits
-                        // for it to finish (its sender drops when it returns).
+        self.wanted.store(true, Ordering::Release); // and cuts a warming short
+                                                    // Receiving until disconnect both unblocks a helper sending its last result and waits
+                                                    // for it to finish (its sender drops when it returns).
         while self.rx.recv().is_ok() {}
         if let Some(t) = self.thread.take() {
             if t.join().is_err() {

@@ -17,7 +17,7 @@ use crate::store::allocator::SegmentAllocator;
 use crate::store::config::StoreConfig;
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::files::StoreLock;
-use crate::store::mapped_file::{parse_segment_name, sync_dir, MappedFile};
+use crate::store::mapped_file::{parse_segment_name, sync_dir, MappedFile, Warm};
 use crate::store::StoreError;
 
 /// Records per pwritev call (IOV_MAX is 1024 on Linux).
@@ -91,7 +91,7 @@ impl CommitLog {
             flushed: 0,
             max_record_len: cfg.max_record_len(),
             fault: cfg.fault.clone(),
-            warm: cfg.warm_mapped_file,
+            warm: cfg.warm_segments(),
             allocator: None,
             last_store_timestamp: 0,
             flushed_store_timestamp: 0,
@@ -153,12 +153,14 @@ impl CommitLog {
             seg.sync_file()?;
         } else {
             let start = first + idx as u64 * self.segment_size;
+            // The first segment of a fresh store: warmed here, before the writer starts.
+            let warm = if self.warm { Warm::Full } else { Warm::Off };
             self.segments.push(MappedFile::create(
                 &self.dir,
                 start,
                 self.segment_size,
                 self.fault.as_ref(),
-                self.warm,
+                warm,
             )?);
         }
         sync_dir(&self.dir)?;

@@ -254,7 +254,16 @@ mod tests {
 
     fn segments(dir: &Path, n: u64) -> Vec<MappedFile> {
         (0..n)
-            .map(|i| MappedFile::create(dir, i * SEG, SEG, None, false).unwrap())
+            .map(|i| {
+                MappedFile::create(
+                    dir,
+                    i * SEG,
+                    SEG,
+                    None,
+                    crate::store::mapped_file::Warm::Off,
+                )
+                .unwrap()
+            })
             .collect()
     }
 

@@ -11,11 +11,12 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use memmap2::{MmapMut, MmapOptions};
 
-use crate::constants::{OS_PAGE_SIZE, SEGMENT_FILE_NAME_LEN};
+use crate::constants::SEGMENT_FILE_NAME_LEN;
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::StoreError;
 
@@ -25,6 +26,19 @@ pub struct MappedFile {
     file: Arc<File>,
     map: MmapMut,
     start: u64,
+}
+
+/// Bytes of zeros per pwrite when warming a segment.
+const WARM_CHUNK: usize = 1 << 20;
+
+/// Whether `MappedFile::create` zero-fills the new segment (`MappedFile::zero_fill`).
+#[derive(Clone, Copy)]
+pub enum Warm<'a> {
+    Off,
+    /// The whole segment, before `create` returns (a segment the writer needs now).
+    Full,
+    /// Until the flag is set (the allocator thread; the writer sets it when it wants the file).
+    UntilWanted(&'a AtomicBool),
 }
 
 /// `%020d` of the segment's first global offset.
@@ -79,7 +93,7 @@ impl MappedFile {
         start: u64,
         size: u64,
         fault: Option<&FaultHook>,
-        warm: bool,
+        warm: Warm<'_>,
     ) -> Result<Self, StoreError> {
         let path = dir.join(segment_file_name(start));
         FaultHook::check(fault, FaultPoint::AllocateSegment).map_err(|e| alloc_error(&path, e))?;
@@ -102,8 +116,10 @@ impl MappedFile {
         }
         sync_dir(dir)?;
         let mf = Self::map(path, file, start, size)?;
-        if warm {
-            mf.warm();
+        match warm {
+            Warm::Off => {}
+            Warm::Full => mf.zero_fill(None),
+            Warm::UntilWanted(wanted) => mf.zero_fill(Some(wanted)),
         }
         Ok(mf)
     }
@@ -141,13 +157,38 @@ impl MappedFile {
         })
     }
 
-    /// Touches one byte per page so later writes do not take first-touch faults.
-    fn warm(&self) {
-        let mut sum = 0u8;
-        for off in (0..self.map.len()).step_by(OS_PAGE_SIZE as usize) {
-            sum = sum.wrapping_add(self.map[off]);
+    /// Writes zeros over the whole (fresh, all-zero) segment and fdatasyncs them, so the
+    /// writer's group commits overwrite written blocks (config: `warm_mapped_file`). Stops early,
+    /// without the sync, once `wanted` is set: the writer is waiting for this segment, and a
+    /// partly warmed one is only slower to sync, never wrong. A failed write or sync is logged
+    /// and the segment handed over as it is: its bytes are zeros either way, and the writer's
+    /// own writes and syncs to it report any lasting I/O error to the producers.
+    fn zero_fill(&self, wanted: Option<&AtomicBool>) {
+        let zeros = vec![0u8; WARM_CHUNK];
+        let fd = self.file.as_raw_fd();
+        let mut off = 0usize;
+        while off < self.map.len() {
+            if wanted.is_some_and(|w| w.load(Ordering::Acquire)) {
+                tracing::debug!(path = %self.path.display(), off, "segment wanted before it was warm");
+                return;
+            }
+            let len = WARM_CHUNK.min(self.map.len() - off);
+            // SAFETY: plain syscall on a valid, owned fd; the buffer outlives the call. Nobody
+            // else writes this file yet: it is handed to the writer after this returns.
+            let n = unsafe { libc::pwrite(fd, zeros.as_ptr().cast(), len, off as libc::off_t) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                tracing::warn!(path = %self.path.display(), off, error = %e, "warming segment");
+                return;
+            }
+            off += n as usize;
         }
-        std::hint::black_box(sum);
+        if let Err(e) = self.file.sync_data() {
+            tracing::warn!(path = %self.path.display(), error = %e, "syncing warmed segment");
+        }
     }
 
     pub fn file(&self) -> &File {
@@ -223,5 +264,97 @@ impl MappedFile {
 
     pub fn raw_fd(&self) -> std::os::fd::RawFd {
         self.file.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEG: u64 = 4 << 20;
+
+    /// (extents, how many are still unwritten) of `file`, via FIEMAP; None where the
+    /// filesystem has no FIEMAP or no unwritten extents (tmpfs), so there is nothing to check.
+    fn unwritten_extents(file: &File) -> Option<(u32, u32)> {
+        const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
+        const FIEMAP_FLAG_SYNC: u32 = 1;
+        const FIEMAP_EXTENT_UNWRITTEN: u32 = 0x800;
+        const MAX: usize = 64;
+        #[repr(C)]
+        #[derive(Clone, Copy, Default)]
+        struct Extent {
+            logical: u64,
+            physical: u64,
+            length: u64,
+            reserved64: [u64; 2],
+            flags: u32,
+            reserved: [u32; 3],
+        }
+        #[repr(C)]
+        struct Fiemap {
+            start: u64,
+            length: u64,
+            flags: u32,
+            mapped_extents: u32,
+            extent_count: u32,
+            reserved: u32,
+            extents: [Extent; MAX],
+        }
+        let mut fm = Fiemap {
+            start: 0,
+            length: u64::MAX,
+            flags: FIEMAP_FLAG_SYNC,
+            mapped_extents: 0,
+            extent_count: MAX as u32,
+            reserved: 0,
+            extents: [Extent::default(); MAX],
+        };
+        // SAFETY: FIEMAP fills at most extent_count extents into the struct we own.
+        let rc = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP, &mut fm as *mut Fiemap) };
+        if rc != 0 {
+            return None;
+        }
+        let n = fm.mapped_extents.min(MAX as u32);
+        let unwritten = fm.extents[..n as usize]
+            .iter()
+            .filter(|e| e.flags & FIEMAP_EXTENT_UNWRITTEN != 0)
+            .count() as u32;
+        Some((n, unwritten))
+    }
+
+    #[test]
+    fn warming_writes_every_block_and_keeps_zeros() {
+        let dir = tempfile::tempdir().unwrap();
+        let cold = MappedFile::create(dir.path(), 0, SEG, None, Warm::Off).unwrap();
+        let warm = MappedFile::create(dir.path(), SEG, SEG, None, Warm::Full).unwrap();
+        assert_eq!(warm.size(), SEG);
+        assert!(warm.bytes().iter().all(|&b| b == 0));
+        let Some((n, cold_unwritten)) = unwritten_extents(cold.file()) else {
+            return; // no FIEMAP here: the zeros above are all there is to check
+        };
+        if cold_unwritten == 0 {
+            return; // this filesystem allocates written blocks: warming changes nothing
+        }
+        assert!(n > 0);
+        let (n, unwritten) = unwritten_extents(warm.file()).unwrap();
+        assert!(n > 0, "a warmed segment has extents");
+        assert_eq!(unwritten, 0, "warming left unwritten extents");
+    }
+
+    #[test]
+    fn a_wanted_segment_is_handed_over_unwarmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let wanted = AtomicBool::new(true);
+        let seg = MappedFile::create(dir.path(), 0, SEG, None, Warm::UntilWanted(&wanted)).unwrap();
+        assert_eq!(seg.size(), SEG);
+        assert!(seg.bytes().iter().all(|&b| b == 0));
+        if let Some((_, unwritten)) = unwritten_extents(seg.file()) {
+            let cold = MappedFile::create(dir.path(), SEG, SEG, None, Warm::Off).unwrap();
+            let (_, cold_unwritten) = unwritten_extents(cold.file()).unwrap();
+            assert_eq!(
+                unwritten, cold_unwritten,
+                "no block was written after the flag"
+            );
+        }
     }
 }

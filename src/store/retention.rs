@@ -14,8 +14,9 @@
 //! thread, pausing `deleteCommitLogFilesInterval` between files. Usage is judged as if every
 //! segment waiting there were already gone (`FileDeleter::queued_bytes`): its space is on its
 //! way back, and counting it as used would make one pass under disk pressure take more segments
-//! than it needs. When the deleter's queue is full the pass stops and the segment stays in the
-//! log for the next pass.
+//! than it needs. Whether appends are allowed is judged on the disk as it is: a queued file
+//! still holds its blocks. When the deleter's queue is full the pass stops and the segment stays
+//! in the log for the next pass.
 //!
 //! Called by the writer thread every `cleanResourceInterval` with a `PassClock` (injected by
 //! tests). Invariant: the active segment is never deleted, so reads of recent data and appends
@@ -67,21 +68,27 @@ pub fn hard_limit_percent(cfg: &StoreConfig) -> u32 {
     (cfg.disk_max_used_space_ratio + DISK_HARD_LIMIT_EXTRA_PCT).min(DISK_HARD_LIMIT_MAX_PCT)
 }
 
-/// Usage in percent with the segments queued for deletion counted as freed. The queued bytes
-/// are read before the disk: a file unlinked in between is then subtracted from a figure that
-/// already lacks it (the pass under-deletes and the next one catches up), never counted twice
-/// as used (which could make the pass delete one segment too many).
-fn measure(log: &CommitLog, cfg: &StoreConfig, deleter: &FileDeleter) -> Result<u32, StoreError> {
+/// Usage in percent: (with the segments queued for deletion counted as freed, as the disk
+/// reports it now). The first decides how much a pass detaches; the second whether appends are
+/// allowed, since queued files still hold their blocks. The queued bytes are read before the
+/// disk: a file unlinked in between is then subtracted from a figure that already lacks it (the
+/// pass under-deletes and the next one catches up), never counted twice as used (which could
+/// make the pass delete one segment too many).
+fn measure(
+    log: &CommitLog,
+    cfg: &StoreConfig,
+    deleter: &FileDeleter,
+) -> Result<(u32, u32), StoreError> {
     let queued = deleter.queued_bytes();
     let fault = cfg.fault.as_ref().map(|f| &f.0);
     let usage = match fault.and_then(|f| f.disk_usage()) {
         Some(u) => u,
         None => match fault.and_then(|f| f.disk_used_percent()) {
-            Some(p) => return Ok(p),
+            Some(p) => return Ok((p, p)),
             None => disk_usage(log.dir())?,
         },
     };
-    Ok(usage.after_freeing(queued).percent())
+    Ok((usage.after_freeing(queued).percent(), usage.percent()))
 }
 
 /// RocketMQ clamps the forcible-clean ratio to this range whatever is configured.
@@ -149,7 +156,7 @@ pub fn run(
     deleter: &FileDeleter,
 ) -> Result<RetentionOutcome, StoreError> {
     let reserved = Duration::from_secs(cfg.file_reserved_time_hours.saturating_mul(3600));
-    let mut used = measure(log, cfg, deleter)?;
+    let (mut used, mut on_disk) = measure(log, cfg, deleter)?;
     let time_up = cfg.delete_when.contains(clock.local_hour);
     let space_low = used > cfg.disk_max_used_space_ratio;
     let mut deleted = Vec::new();
@@ -184,12 +191,12 @@ pub fn run(
             "retention detached commit-log segment for deletion"
         );
         deleted.push(start);
-        used = measure(log, cfg, deleter)?;
+        (used, on_disk) = measure(log, cfg, deleter)?;
     }
     Ok(RetentionOutcome {
         deleted,
         used_percent: used,
-        writable: used < hard_limit_percent(cfg),
+        writable: on_disk < hard_limit_percent(cfg),
     })
 }
 
@@ -229,7 +236,7 @@ mod tests {
         StoreConfig {
             mapped_file_size_commit_log: SEG,
             max_message_size: 16 << 10,
-            warm_mapped_file: false,
+            warm_mapped_file: Some(false),
             fault: Some(FaultHook(Arc::new(fault))),
             ..StoreConfig::with_root(root)
         }
@@ -417,7 +424,10 @@ mod tests {
         let out = run(&mut log, &c, at(now, 13), &d).unwrap();
         assert_eq!(out.deleted, vec![0, SEG]);
         assert_eq!(out.used_percent, 80);
-        assert!(out.writable);
+        assert!(
+            !out.writable,
+            "the queued files still hold their blocks: 90 % is past the 85 % hard limit"
+        );
         assert_eq!(log.min_phy_offset(), 2 * SEG);
         assert_eq!(d.queued_bytes(), 2 * SEG);
         assert!(
@@ -435,9 +445,14 @@ mod tests {
     fn slow_deleter() -> FileDeleter {
         let scratch = tempfile::tempdir().unwrap();
         let d = FileDeleter::spawn(HOUR).unwrap();
-        let seg =
-            crate::store::mapped_file::MappedFile::create(scratch.path(), 0, SEG, None, false)
-                .unwrap();
+        let seg = crate::store::mapped_file::MappedFile::create(
+            scratch.path(),
+            0,
+            SEG,
+            None,
+            crate::store::mapped_file::Warm::Off,
+        )
+        .unwrap();
         d.submit(DetachedFile::Segment(seg));
         while d.deleted() == 0 || d.queued_bytes() != 0 {
             std::thread::sleep(Duration::from_millis(1));
@@ -463,7 +478,7 @@ mod tests {
                     start,
                     SEG,
                     None,
-                    false,
+                    crate::store::mapped_file::Warm::Off,
                 )
                 .unwrap(),
             ));
@@ -496,7 +511,7 @@ mod tests {
                 start,
                 SEG,
                 None,
-                false,
+                crate::store::mapped_file::Warm::Off,
             )
             .unwrap();
             busy.submit(DetachedFile::Segment(seg));

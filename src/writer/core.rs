@@ -22,7 +22,8 @@ use super::{
     Dispatcher, Msg, Published, WriterParts,
 };
 use crate::constants::{
-    ASYNC_FLUSH_EAGER_BYTES, OS_PAGE_SIZE, WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS,
+    ASYNC_FLUSH_EAGER_BYTES, DISK_FULL_RECHECK_MS, OS_PAGE_SIZE, WRITER_BATCH_MAX_BYTES,
+    WRITER_BATCH_MAX_RECORDS,
 };
 use crate::protocol::message;
 use crate::store::deleter::FileDeleter;
@@ -138,6 +139,11 @@ impl WriterCore {
             cfg.index_flush_interval_ms,
             parts.checkpoint.index_msg_timestamp,
         );
+        // The first retention pass runs at start: a broker restarted on a full disk frees space
+        // (and says whether it takes appends) at once, not an interval later.
+        let first_retention = Instant::now()
+            .checked_sub(Duration::from_millis(cfg.retention_check_interval_ms))
+            .unwrap_or_else(Instant::now);
         let now = Instant::now();
         Ok(WriterCore {
             async_submitted: parts.commit_log.flushed_phy_offset(),
@@ -155,7 +161,7 @@ impl WriterCore {
             flush_failed: false,
             last_flush: now,
             last_thorough: now,
-            last_retention: now,
+            last_retention: first_retention,
             last_index_timestamp: 0,
             deleter,
             index_checkpoint,
@@ -522,11 +528,23 @@ impl WriterCore {
             return Duration::from_millis(1);
         }
         let flush = Duration::from_millis(self.cfg.flush_interval_commit_log_ms.max(1));
-        let ret = Duration::from_millis(self.cfg.retention_check_interval_ms.max(1));
+        let ret = self.retention_interval();
         let a = flush.saturating_sub(self.last_flush.elapsed());
         let b = ret.saturating_sub(self.last_retention.elapsed());
         let c = self.index_checkpoint.due_in();
         a.min(b).min(c).max(Duration::from_millis(1))
+    }
+
+    /// `cleanResourceInterval`, shortened while appends are refused: the files a pass queued
+    /// for deletion free their blocks within a few `deleteCommitLogFilesInterval`s, and the
+    /// store should take appends again then, not a whole interval later.
+    fn retention_interval(&self) -> Duration {
+        let base = Duration::from_millis(self.cfg.retention_check_interval_ms.max(1));
+        if self.disk_writable {
+            base
+        } else {
+            base.min(Duration::from_millis(DISK_FULL_RECHECK_MS))
+        }
     }
 
     /// Periodic work: flush policy, checkpoint, retention. Runs between batches.
@@ -539,8 +557,7 @@ impl WriterCore {
             let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
             self.submit_async_flush(least.max(ASYNC_FLUSH_EAGER_BYTES), false);
         }
-        let ret = Duration::from_millis(self.cfg.retention_check_interval_ms);
-        if self.last_retention.elapsed() >= ret {
+        if self.last_retention.elapsed() >= self.retention_interval() {
             self.last_retention = Instant::now();
             let clock = retention::PassClock::system();
             match retention::run(&mut self.log, &self.cfg, clock, &self.deleter) {

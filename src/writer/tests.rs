@@ -472,3 +472,86 @@ fn retention_deletes_expired_segments() {
     assert_eq!(r.min_phy_offset(), last - last % seg);
     w.shutdown().unwrap();
 }
+
+/// Disk usage as `other` bytes plus every file in the commit-log directory.
+struct CommitLogDisk {
+    dir: std::path::PathBuf,
+    other: u64,
+    total: u64,
+}
+
+impl crate::store::fault::FaultInjector for CommitLogDisk {
+    fn check(&self, _point: FaultPoint) -> Option<std::io::Error> {
+        None
+    }
+    fn disk_usage(&self) -> Option<crate::store::fault::DiskUsage> {
+        let on_disk: u64 = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        Some(crate::store::fault::DiskUsage {
+            used_bytes: self.other + on_disk,
+            total_bytes: self.total,
+        })
+    }
+}
+
+/// Proves segments queued for deletion do not count as free space for taking appends (they
+/// still hold their blocks), and that appends are taken again soon after the deleter unlinks
+/// them rather than a whole `cleanResourceInterval` (60 s here) later. The disk is full from
+/// the start, so the first pass, at start, detaches two segments (100 % -> 80 % counted as
+/// freed, under the 84 % forcible ratio); the deleter pauses 1 s between the two unlinks.
+#[test]
+fn appends_resume_soon_after_queued_segments_are_unlinked() {
+    const SEG: u64 = 256 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), SEG);
+    let w = start(&c, Box::new(NullDispatcher));
+    let s = w.clone_sender();
+    while w.max_phy_offset() < 5 * SEG + SEG / 2 {
+        append_wait(&s, vec![record("T", 0, &[7u8; 8 << 10], "")], true).unwrap();
+    }
+    drop(s);
+    w.shutdown().unwrap();
+    let files = std::fs::read_dir(c.commit_log_dir()).unwrap().count() as u64;
+    let total = 10 * SEG;
+    let full = StoreConfig {
+        retention_check_interval_ms: 60_000,
+        delete_commit_log_files_interval_ms: 1_000,
+        fault: Some(FaultHook(Arc::new(CommitLogDisk {
+            dir: c.commit_log_dir(),
+            other: total - files * SEG,
+            total,
+        }))),
+        ..cfg(dir.path(), SEG)
+    };
+    let w = start(&full, Box::new(NullDispatcher));
+    let s = w.clone_sender();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while w.is_writable() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pass at start never ran"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(w.min_phy_offset(), 2 * SEG, "two segments detached");
+    let refused = append_wait(&s, vec![record("T", 0, b"x", "")], true).unwrap_err();
+    assert!(matches!(refused, StoreError::DiskFull(_)), "{refused}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !w.is_writable() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still refusing appends 30 s after the deleter's 1 s pause"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    append_wait(&s, vec![record("T", 0, b"y", "")], true).unwrap();
+    assert_eq!(
+        std::fs::read_dir(full.commit_log_dir()).unwrap().count() as u64,
+        files - 2
+    );
+    drop(s);
+    w.shutdown().unwrap();
+}

@@ -246,9 +246,10 @@ impl IndexService {
             .files
             .last()
             .map_or(phy_offset, IndexFile::end_phy_offset);
-        if let Some(full) = self.files.last_mut() {
-            full.flush()?;
-        }
+        // The full file is not msynced here: that would stall the writer on up to ~400 MB of
+        // pages. The next index checkpoint fdatasyncs it on the checkpoint thread (it hands over
+        // every file created since the last accepted hand-off, this one included), and `flush`
+        // covers it at shutdown; until then recovery re-indexes from `indexMsgTimestamp`.
         let f = IndexFile::create(
             &self.dir,
             self.hash_slot_num,
