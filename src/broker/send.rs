@@ -25,7 +25,6 @@ use crate::protocol::msg_id::{offset_msg_id_len, push_offset_msg_id};
 use crate::protocol::properties::{self, keys};
 use crate::protocol::RemotingCommand;
 use crate::remoting::ConnInfo;
-use crate::runtime::mailbox;
 use crate::writer::{AppendOutcome, AppendRecord, AppendRequest, AppendStatus};
 
 /// Oneway sends the broker could not store (busy, bad input); exported as a metric.
@@ -624,26 +623,29 @@ pub async fn reappend_to_real_topic(
     append(shard, vec![record], true).await.map(|_| ())
 }
 
-/// Hands records to the writer (never blocking) and waits for its reply.
+/// Hands records to the writer (never blocking) and waits for its reply. The writer is woken
+/// once per burst of appends on this shard (`Shard::wake_writer_soon`), not once per request.
 pub async fn append(
     shard: &Rc<Shard>,
     records: Vec<AppendRecord>,
     wait_flush: bool,
 ) -> Result<AppendOutcome, BrokerError> {
-    let (tx, rx) = mailbox::<Result<AppendOutcome, crate::store::StoreError>>(1);
+    let (tx, rx) = oneshot::channel::<Result<AppendOutcome, crate::store::StoreError>>();
     let req = AppendRequest {
         records,
         wait_flush,
         reply: Box::new(move |r| {
-            let _ = tx.try_send(r);
+            // The receiver is gone only when the request's task was dropped (shutdown).
+            let _ = tx.send(r);
         }),
     };
-    if shard.ctx.writer.try_append(req).is_err() {
+    if shard.ctx.writer.try_append_unwoken(req).is_err() {
         return Err(BrokerError::Busy);
     }
-    match rx.recv().await {
-        Some(r) => Ok(r?),
-        None => Err(BrokerError::ServiceNotAvailable(
+    shard.wake_writer_soon();
+    match rx.await {
+        Ok(r) => Ok(r?),
+        Err(_) => Err(BrokerError::ServiceNotAvailable(
             "the store writer stopped".into(),
         )),
     }

@@ -144,16 +144,26 @@ impl Drop for WriterSender {
 impl WriterSender {
     /// Never blocks: the request comes back when the inbox is full or the writer stopped.
     pub fn try_append(&self, req: AppendRequest) -> Result<(), AppendRequest> {
+        self.try_append_unwoken(req)?;
+        self.wake();
+        Ok(())
+    }
+
+    /// `try_append` without waking the writer: the caller promises a `wake` soon after (a shard
+    /// queues a burst of requests and wakes the writer once for all of them).
+    pub fn try_append_unwoken(&self, req: AppendRequest) -> Result<(), AppendRequest> {
         match self.tx.try_send(Msg::Append(req)) {
-            Ok(()) => {
-                self.writer.unpark();
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(TrySendError::Full(m)) | Err(TrySendError::Disconnected(m)) => match m {
                 Msg::Append(r) => Err(r),
                 Msg::Shutdown | Msg::Abandon => unreachable!("only appends are sent here"),
             },
         }
+    }
+
+    /// Wakes the writer if it is parked on an empty inbox (a futex wake then, else an atomic).
+    pub fn wake(&self) {
+        self.writer.unpark();
     }
     /// The published end of the commit log.
     pub fn max_phy_offset(&self) -> u64 {
