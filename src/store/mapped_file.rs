@@ -13,6 +13,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use memmap2::{MmapMut, MmapOptions};
 
@@ -30,6 +31,11 @@ pub struct MappedFile {
 
 /// Bytes of zeros per pwrite when warming a segment.
 const WARM_CHUNK: usize = 1 << 20;
+/// Background warming pace: a 1 GiB segment in 4 s, ahead of SYNC_FLUSH appends (~200 MB/s
+/// here) with room to spare, and a fifth of this disk's sequential rate.
+const WARM_BYTES_PER_SEC: u64 = 256 << 20;
+/// Background warming starts writeback of what it wrote every this many bytes.
+const WARM_WRITEBACK_BYTES: usize = 16 << 20;
 
 /// Whether `MappedFile::create` zero-fills the new segment (`MappedFile::zero_fill`).
 #[derive(Clone, Copy)]
@@ -163,14 +169,40 @@ impl MappedFile {
     /// partly warmed one is only slower to sync, never wrong. A failed write or sync is logged
     /// and the segment handed over as it is: its bytes are zeros either way, and the writer's
     /// own writes and syncs to it report any lasting I/O error to the producers.
+    ///
+    /// In the background (`wanted` given) the zeros go out at most `WARM_BYTES_PER_SEC`, with
+    /// writeback started every `WARM_WRITEBACK_BYTES`: written at full speed, 1 GiB of dirty
+    /// zeros competed with the active segment's group commits for the disk (SYNC_FLUSH bench:
+    /// 168-210k msg/s with the burst, 200-219k without any background warming).
     fn zero_fill(&self, wanted: Option<&AtomicBool>) {
         let zeros = vec![0u8; WARM_CHUNK];
         let fd = self.file.as_raw_fd();
+        let started = Instant::now();
         let mut off = 0usize;
+        let mut written_back = 0usize;
         while off < self.map.len() {
-            if wanted.is_some_and(|w| w.load(Ordering::Acquire)) {
-                tracing::debug!(path = %self.path.display(), off, "segment wanted before it was warm");
-                return;
+            if let Some(w) = wanted {
+                if w.load(Ordering::Acquire) {
+                    tracing::debug!(path = %self.path.display(), off, "segment wanted before it was warm");
+                    return;
+                }
+                let due = Duration::from_secs_f64(off as f64 / WARM_BYTES_PER_SEC as f64);
+                if let Some(ahead) = due.checked_sub(started.elapsed()) {
+                    std::thread::sleep(ahead);
+                }
+                if off - written_back >= WARM_WRITEBACK_BYTES {
+                    // SAFETY: plain syscall on a valid, owned fd; the range lies in the file.
+                    // Only starts writeback (no wait): the final fdatasync reports errors.
+                    unsafe {
+                        libc::sync_file_range(
+                            fd,
+                            written_back as libc::off64_t,
+                            (off - written_back) as libc::off64_t,
+                            libc::SYNC_FILE_RANGE_WRITE,
+                        )
+                    };
+                    written_back = off;
+                }
             }
             let len = WARM_CHUNK.min(self.map.len() - off);
             // SAFETY: plain syscall on a valid, owned fd; the buffer outlives the call. Nobody
