@@ -93,14 +93,20 @@ pub async fn serve<H: Handler>(
     // `rbuf` itself, so request bodies are copied once (socket -> rbuf) before frames split off.
     let mut want = READ_CHUNK_INITIAL;
     let mut last_activity = Instant::now();
+    // One idle-check timer lives across loop turns (a new one per turn was a timer insert and
+    // removal, and a clock read, per request); it is re-armed only when it fires.
+    let new_tick = || {
+        Box::pin(async {
+            runtime::sleep(Duration::from_secs(1)).await;
+            Event::Tick
+        })
+    };
+    let mut tick_timer = new_tick();
     let reason = loop {
         let can_read = shared.inflight.get() < limits.max_inflight;
         let ev = {
             let out = async { Event::Out(outbox_rx.recv().await) };
-            let tick = async {
-                runtime::sleep(Duration::from_secs(1)).await;
-                Event::Tick
-            };
+            let tick = tick_timer.as_mut();
             if can_read {
                 let len = rbuf.len();
                 rbuf.resize(len + want, 0);
@@ -149,6 +155,7 @@ pub async fn serve<H: Handler>(
                 last_activity = progress.get();
             }
             Event::Tick => {
+                tick_timer = new_tick();
                 if last_activity.elapsed() > limits.idle_timeout {
                     break "idle timeout".to_string();
                 }
