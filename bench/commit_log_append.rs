@@ -97,7 +97,7 @@ fn async_rate(root: PathBuf, n: u64) -> (f64, f64) {
                 topic: template.topic.clone(),
                 queue_id: 0,
                 tags_code: 0,
-                keys: Vec::new(),
+                keys: ringmq::writer::IndexKeys::None,
                 dispatch: true,
                 bytes: template.bytes.clone(),
             }],

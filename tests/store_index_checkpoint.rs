@@ -52,7 +52,7 @@ fn wait_for_checkpoint(root: &Path, at: u64, ts: i64, what: &str) {
 
 fn keyed(s: &WriterSender, key: &str) -> AppendOutcome {
     let mut rec = record("T", 0, &[9u8; 2000], &format!("KEYS\u{1}{key}\u{2}"));
-    rec.keys = vec![key.to_string()];
+    rec.keys = ringmq::writer::IndexKeys::Owned(vec![key.to_string()]);
     append_wait(s, vec![rec], true).unwrap()
 }
 

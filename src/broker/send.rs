@@ -25,7 +25,7 @@ use crate::protocol::msg_id::{offset_msg_id_len, push_offset_msg_id};
 use crate::protocol::properties::{self, keys};
 use crate::protocol::RemotingCommand;
 use crate::remoting::ConnInfo;
-use crate::writer::{AppendOutcome, AppendRecord, AppendRequest, AppendStatus};
+use crate::writer::{AppendOutcome, AppendRecord, AppendRequest, AppendStatus, IndexKeys};
 
 /// Oneway sends the broker could not store (busy, bad input); exported as a metric.
 pub static ONEWAY_DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -390,12 +390,21 @@ fn encode_plain(
             properties: &props[p0..p1],
         };
         message::encode(&msg, &mut buf).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+        // The properties end the record, so `props[p0..p1]` sits at `buf.len() - (p1 - p0)`.
+        let at = |from: usize, to: usize| {
+            let base = buf.len() - (p1 - p0) - p0;
+            Some(((base + from) as u32, (base + to) as u32))
+        };
+        let keys = sc.keys.and_then(|k| {
+            // A subslice of `item.props`, copied at `p0`.
+            let off = p0 + (k.as_ptr() as usize - item.props.as_ptr() as usize);
+            at(off, off + k.len())
+        });
+        let index = IndexKeys::InRecord {
+            keys,
+            uniq: at(u0, u1),
+        };
         let uniq = &props[u0..u1];
-        let mut index = Vec::new();
-        if let Some(k) = sc.keys {
-            index.extend(k.split(' ').filter(|s| !s.is_empty()).map(String::from));
-        }
-        index.push(uniq.to_string());
         if !uniq_keys.is_empty() {
             uniq_keys.push(',');
         }
@@ -529,7 +538,7 @@ pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, Brok
             }
         }
     };
-    let index = index_keys(&props);
+    let index = IndexKeys::Owned(index_keys(&props));
     let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let msg = MessageToStore {
         topic: &topic,
@@ -612,7 +621,7 @@ pub async fn reappend_to_real_topic(
         message::encode(&msg, &mut bytes)
             .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
         AppendRecord {
-            keys: index_keys(&props),
+            keys: IndexKeys::Owned(index_keys(&props)),
             topic: topic.into(),
             queue_id: qid,
             tags_code: tags_code(tag.as_deref()),

@@ -509,11 +509,13 @@ impl WriterCore {
             return;
         };
         for (records, phys) in done {
+            let mut keys: Vec<&str> = Vec::new();
             for (rec, phy) in records.iter().zip(phys) {
-                if rec.keys.is_empty() {
+                keys.clear();
+                rec.keys.collect(&rec.bytes, &mut keys);
+                if keys.is_empty() {
                     continue;
                 }
-                let keys: Vec<&str> = rec.keys.iter().map(String::as_str).collect();
                 if let Err(e) = ix.put(&rec.topic, &keys, phy, ts) {
                     tracing::error!(error = %e, topic = %rec.topic, "index put failed");
                 }

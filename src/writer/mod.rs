@@ -42,11 +42,59 @@ pub struct AppendRecord {
     pub queue_id: u32,
     pub tags_code: i64,
     /// Index keys: KEYS split on ' ' plus UNIQ_KEY.
-    pub keys: Vec<String>,
+    pub keys: IndexKeys,
     /// False for prepared/rollback transaction records: no queue offset, no consume-queue unit.
     pub dispatch: bool,
     /// Encoded by `protocol::message::encode`, offsets zero.
     pub bytes: bytes::BytesMut,
+}
+
+/// A record's keys for the IndexFile: each space-separated KEYS entry, then UNIQ_KEY.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum IndexKeys {
+    #[default]
+    None,
+    /// Byte ranges `[start, end)` of the KEYS and UNIQ_KEY values inside the record's own
+    /// `bytes` (plain sends): the shard allocates nothing per message for its keys, and the
+    /// writer frees nothing.
+    InRecord {
+        keys: Option<(u32, u32)>,
+        uniq: Option<(u32, u32)>,
+    },
+    /// Keys built apart (sends whose properties were rewritten: delays, retries, DLQ).
+    Owned(Vec<String>),
+}
+
+impl IndexKeys {
+    pub fn is_empty(&self) -> bool {
+        match self {
+            IndexKeys::None => true,
+            IndexKeys::InRecord { keys, uniq } => keys.is_none() && uniq.is_none(),
+            IndexKeys::Owned(v) => v.is_empty(),
+        }
+    }
+
+    /// Appends the keys to `out`, borrowed from `bytes` (the record's) or from `self`. A range
+    /// outside `bytes` or not UTF-8 yields nothing (the shard built it from a `&str`).
+    pub fn collect<'a>(&'a self, bytes: &'a [u8], out: &mut Vec<&'a str>) {
+        match self {
+            IndexKeys::None => {}
+            IndexKeys::InRecord { keys, uniq } => {
+                let text = |(a, b): (u32, u32)| {
+                    bytes
+                        .get(a as usize..b as usize)
+                        .and_then(|s| std::str::from_utf8(s).ok())
+                };
+                if let Some(k) = keys.and_then(text) {
+                    out.extend(k.split(' ').filter(|s| !s.is_empty()));
+                }
+                if let Some(u) = uniq.and_then(text) {
+                    out.push(u);
+                }
+            }
+            IndexKeys::Owned(v) => out.extend(v.iter().map(String::as_str)),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

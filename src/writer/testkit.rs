@@ -35,7 +35,7 @@ pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> Appe
         topic: topic.into(),
         queue_id,
         tags_code: 0,
-        keys: Vec::new(),
+        keys: crate::writer::IndexKeys::None,
         dispatch: true,
         bytes,
     }

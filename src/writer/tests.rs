@@ -365,7 +365,7 @@ fn sync_flush_indexes_keys_after_the_group_commit() {
     assert!(c.message_index_enable);
     let w = start(&c, Box::new(NullDispatcher));
     let mut rec = record("T", 0, b"keyed", "");
-    rec.keys = vec!["k1".to_string()];
+    rec.keys = IndexKeys::Owned(vec!["k1".to_string()]);
     let out = append_wait(&w.clone_sender(), vec![rec], true).unwrap();
     w.shutdown().unwrap();
     let ix =
@@ -554,4 +554,32 @@ fn appends_resume_soon_after_queued_segments_are_unlinked() {
     );
     drop(s);
     w.shutdown().unwrap();
+}
+
+/// Proves in-record key ranges yield each non-empty KEYS entry, then UNIQ_KEY, borrowed from the
+/// record; and that a range past the record or over bytes that are not UTF-8 yields nothing.
+#[test]
+fn index_keys_in_record_are_read_from_the_record_bytes() {
+    let bytes = b"....KEYS\x01a  b\x02UNIQ_KEY\x01U1\x02\xff\xfe".to_vec();
+    let k = IndexKeys::InRecord {
+        keys: Some((9, 13)),
+        uniq: Some((23, 25)),
+    };
+    let mut out = Vec::new();
+    k.collect(&bytes, &mut out);
+    assert_eq!(out, vec!["a", "b", "U1"]);
+    assert!(!k.is_empty());
+    let bad = IndexKeys::InRecord {
+        keys: Some((26, 28)),
+        uniq: Some((20, 400)),
+    };
+    let mut out = Vec::new();
+    bad.collect(&bytes, &mut out);
+    assert!(out.is_empty());
+    assert!(IndexKeys::None.is_empty());
+    assert!(IndexKeys::InRecord {
+        keys: None,
+        uniq: None
+    }
+    .is_empty());
 }
