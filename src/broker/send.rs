@@ -390,10 +390,14 @@ fn encode_plain(
             properties: &props[p0..p1],
         };
         message::encode(&msg, &mut buf).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
-        // The properties end the record, so `props[p0..p1]` sits at `buf.len() - (p1 - p0)`.
+        // The properties end the record, so `props[p0..p1]` sits at `buf.len() - (p1 - p0)`;
+        // `from` and `to` index `props` (both >= p0).
+        let in_record = buf.len() - (p1 - p0);
         let at = |from: usize, to: usize| {
-            let base = buf.len() - (p1 - p0) - p0;
-            Some(((base + from) as u32, (base + to) as u32))
+            Some((
+                (in_record + (from - p0)) as u32,
+                (in_record + (to - p0)) as u32,
+            ))
         };
         let keys = sc.keys.and_then(|k| {
             // A subslice of `item.props`, copied at `p0`.
