@@ -90,6 +90,17 @@ fn send_back_goes_to_retry_then_dead_letter() {
     assert_eq!(properties::get(&props, "KEYS"), Some("k9"));
 }
 
+/// QUERY_MESSAGE for `key` in `topic` over the last and next minute.
+fn query_cmd(topic: &str, key: &str) -> RemotingCommand {
+    let now = ringmq::broker::now_ms();
+    RemotingCommand::new_request(request_code::QUERY_MESSAGE)
+        .with_ext("topic", topic)
+        .with_ext("key", key)
+        .with_ext("maxNum", 32)
+        .with_ext("beginTimestamp", now - 60_000)
+        .with_ext("endTimestamp", now + 60_000)
+}
+
 #[test]
 fn query_by_key_and_view_by_offset_id() {
     let b = RawBroker::start(&[]);
@@ -101,17 +112,7 @@ fn query_by_key_and_view_by_offset_id() {
     }
     let r = c.call(send_cmd("QueryT", 0, b"m-last", "KEYS\u{1}order-3\u{2}"));
     let last_id = r.ext("msgId").unwrap().to_string();
-    let now = ringmq::broker::now_ms();
-    let query = |c: &mut Conn, key: &str| {
-        c.call(
-            RemotingCommand::new_request(request_code::QUERY_MESSAGE)
-                .with_ext("topic", "QueryT")
-                .with_ext("key", key)
-                .with_ext("maxNum", 32)
-                .with_ext("beginTimestamp", now - 60_000)
-                .with_ext("endTimestamp", now + 60_000),
-        )
-    };
+    let query = |c: &mut Conn, key: &str| c.call(query_cmd("QueryT", key));
     let r = query(&mut c, "order-3");
     assert_eq!(r.code, 0, "{:?}", r.remark);
     let mut bodies: Vec<Vec<u8>> = records(&r.body).iter().map(|r| r.body.to_vec()).collect();
@@ -248,16 +249,8 @@ fn batch_messages_are_indexed_by_their_own_keys() {
     let cmd = cmd.with_ext("m", true);
     let r = c.call(cmd);
     assert_eq!(r.code, 0, "{:?}", r.remark);
-    let now = ringmq::broker::now_ms();
     let query = |c: &mut Conn, key: &str| {
-        let r = c.call(
-            RemotingCommand::new_request(request_code::QUERY_MESSAGE)
-                .with_ext("topic", "BatchQueryT")
-                .with_ext("key", key)
-                .with_ext("maxNum", 32)
-                .with_ext("beginTimestamp", now - 60_000)
-                .with_ext("endTimestamp", now + 60_000),
-        );
+        let r = c.call(query_cmd("BatchQueryT", key));
         let mut bodies: Vec<Vec<u8>> = records(&r.body).iter().map(|r| r.body.to_vec()).collect();
         bodies.sort();
         bodies
