@@ -394,19 +394,19 @@ fn encode_plain(
         // `from` and `to` index `props` (both >= p0).
         let in_record = buf.len() - (p1 - p0);
         let at = |from: usize, to: usize| {
-            Some((
+            (
                 (in_record + (from - p0)) as u32,
                 (in_record + (to - p0)) as u32,
-            ))
+            )
         };
-        let keys = sc.keys.and_then(|k| {
+        let keys = sc.keys.map(|k| {
             // A subslice of `item.props`, copied at `p0`.
             let off = p0 + (k.as_ptr() as usize - item.props.as_ptr() as usize);
             at(off, off + k.len())
         });
         let index = IndexKeys::InRecord {
             keys,
-            uniq: at(u0, u1),
+            uniq: Some(at(u0, u1)),
         };
         let uniq = &props[u0..u1];
         if !uniq_keys.is_empty() {

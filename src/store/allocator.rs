@@ -6,8 +6,9 @@
 //! error (ENOSPC -> DiskFull) is returned by `take`; the next `take` tries again.
 //!
 //! With warming on (SYNC_FLUSH by default, `StoreConfig::warm_segments`), the thread also writes
-//! zeros over the new segment. `take` raises the `wanted` flag first, so a writer that catches
-//! up with the warming waits for one 1 MiB write at most, never for the whole segment.
+//! zeros over the new segment. `take` raises the `wanted` flag and unparks the helper first, so a
+//! writer that catches up with the warming waits for one 1 MiB write at most, never for the
+//! whole segment or a pacing pause.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -91,7 +92,7 @@ impl SegmentAllocator {
     /// The segment at `start`: the preallocated one if ready, else allocated now.
     pub fn take(&mut self, start: u64) -> Result<MappedFile, StoreError> {
         if let Some(p) = self.pending.take() {
-            self.wanted.store(true, Ordering::Release);
+            self.hurry();
             match self.rx.recv() {
                 Ok((s, res)) if s == start && p == start => return res,
                 Ok((_, Ok(other))) => drop(other), // wrong start: unused spare, keep the file
@@ -104,12 +105,23 @@ impl SegmentAllocator {
     }
 }
 
+impl SegmentAllocator {
+    /// Stops a warming in progress: raises `wanted` and wakes the helper from a pacing pause.
+    fn hurry(&self) {
+        self.wanted.store(true, Ordering::Release);
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
+    }
+}
+
 impl Drop for SegmentAllocator {
     fn drop(&mut self) {
-        self.tx = None; // closes the request channel: the helper exits after its current job
-        self.wanted.store(true, Ordering::Release); // and cuts a warming short
-                                                    // Receiving until disconnect both unblocks a helper sending its last result and waits
-                                                    // for it to finish (its sender drops when it returns).
+        // Closing the request channel makes the helper exit after its current job, and hurrying
+        // cuts a warming short. Receiving until disconnect both unblocks a helper sending its
+        // last result and waits for it to finish (its sender drops when it returns).
+        self.tx = None;
+        self.hurry();
         while self.rx.recv().is_ok() {}
         if let Some(t) = self.thread.take() {
             if t.join().is_err() {

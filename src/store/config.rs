@@ -65,8 +65,8 @@ pub struct StoreConfig {
     /// Write zeros over every new segment before it becomes active, and fdatasync them
     /// (`warmMapedFileEnable`; `None` = on under SYNC_FLUSH, off under ASYNC_FLUSH, see
     /// `warm_segments`). Group commit then overwrites blocks that are already written, and
-    /// ext4's fdatasync needs no journal commit for unwritten-extent conversion: 0.08-0.09 ms
-    /// instead of 0.18-0.30 ms per 62 KiB sync (scripts/probe-fdatasync.py). It costs one extra
+    /// ext4's fdatasync needs no journal commit for unwritten-extent conversion: 0.09-0.10 ms
+    /// instead of 0.26-0.31 ms per 62 KiB sync on a quiet machine (scripts/probe-fdatasync.py). It costs one extra
     /// write of each segment, which an ASYNC_FLUSH store at disk speed cannot spare.
     pub warm_mapped_file: Option<bool>,
     /// Test seam: injected allocation/flush failures and disk usage.

@@ -43,7 +43,8 @@ pub enum Warm<'a> {
     Off,
     /// The whole segment, before `create` returns (a segment the writer needs now).
     Full,
-    /// Until the flag is set (the allocator thread; the writer sets it when it wants the file).
+    /// Until the flag is set (the allocator thread; the writer sets it, and unparks that thread,
+    /// when it wants the file).
     UntilWanted(&'a AtomicBool),
 }
 
@@ -188,12 +189,15 @@ impl MappedFile {
                 }
                 let due = Duration::from_secs_f64(off as f64 / WARM_BYTES_PER_SEC as f64);
                 if let Some(ahead) = due.checked_sub(started.elapsed()) {
-                    std::thread::sleep(ahead);
+                    // Parked, not slept: `SegmentAllocator::take` unparks this thread after
+                    // raising `wanted`, so the writer never waits out a pacing pause.
+                    std::thread::park_timeout(ahead);
+                    continue;
                 }
                 if off - written_back >= WARM_WRITEBACK_BYTES {
                     // SAFETY: plain syscall on a valid, owned fd; the range lies in the file.
-                    // Only starts writeback (no wait): the final fdatasync reports errors.
-                    unsafe {
+                    // Only starts writeback (no wait); the final fdatasync reports write errors.
+                    let rc = unsafe {
                         libc::sync_file_range(
                             fd,
                             written_back as libc::off64_t,
@@ -201,6 +205,10 @@ impl MappedFile {
                             libc::SYNC_FILE_RANGE_WRITE,
                         )
                     };
+                    if rc != 0 {
+                        let e = io::Error::last_os_error();
+                        tracing::debug!(path = %self.path.display(), error = %e, "starting writeback of warmed zeros");
+                    }
                     written_back = off;
                 }
             }

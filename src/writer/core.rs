@@ -564,11 +564,12 @@ impl WriterCore {
             let clock = retention::PassClock::system();
             match retention::run(&mut self.log, &self.cfg, clock, &self.deleter) {
                 Ok(out) => {
+                    let min_phy = self.log.min_phy_offset();
+                    // Shards trim their consume queues against this (broker::clean). Published
+                    // before `writable`, so whoever sees the pass's verdict sees its trim too.
+                    self.published.min_phy.store(min_phy, Ordering::Release);
                     self.disk_writable = out.writable;
                     self.publish_writable();
-                    let min_phy = self.log.min_phy_offset();
-                    // Shards trim their consume queues against this (broker::clean).
-                    self.published.min_phy.store(min_phy, Ordering::Release);
                     // Every pass: a full deleter may have left expired index files last time.
                     if let Some(ix) = self.index.as_mut() {
                         retention::expire_index(ix, min_phy, &self.deleter);
