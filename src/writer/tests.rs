@@ -512,7 +512,8 @@ impl crate::store::fault::FaultInjector for CommitLogDisk {
 /// still hold their blocks), and that appends are taken again soon after the deleter unlinks
 /// them rather than a whole `cleanResourceInterval` (60 s here) later. The disk is full from
 /// the start, so the first pass, at start, detaches two segments (100 % -> 80 % counted as
-/// freed, under the 84 % forcible ratio); the deleter pauses 1 s between the two unlinks.
+/// freed, under the 84 % forcible ratio), or one if it under-counts (see the body); the deleter
+/// pauses 1 s between the two unlinks.
 #[test]
 fn appends_resume_soon_after_queued_segments_are_unlinked() {
     const SEG: u64 = 256 << 10;
@@ -549,7 +550,15 @@ fn appends_resume_soon_after_queued_segments_are_unlinked() {
         );
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert_eq!(w.min_phy_offset(), 2 * SEG, "two segments detached");
+    // Two segments bring the counted usage under the ratio. The deleter unlinks the first one
+    // at once, though, and if that lands between the pass's two readings the pass counts it
+    // twice and detaches only one (retention::measure: it under-deletes, the next pass, 100 ms
+    // later while appends are refused, detaches the second).
+    let first = w.min_phy_offset();
+    assert!(
+        first == SEG || first == 2 * SEG,
+        "one or two segments detached, not {first}"
+    );
     let refused = append_wait(&s, vec![record("T", 0, b"x", "")], true).unwrap_err();
     assert!(matches!(refused, StoreError::DiskFull(_)), "{refused}");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -561,6 +570,7 @@ fn appends_resume_soon_after_queued_segments_are_unlinked() {
         std::thread::sleep(Duration::from_millis(5));
     }
     append_wait(&s, vec![record("T", 0, b"y", "")], true).unwrap();
+    assert_eq!(w.min_phy_offset(), 2 * SEG, "two segments detached in all");
     assert_eq!(
         data_segments(&full.commit_log_dir(), data_end).len() as u64,
         files - 2
