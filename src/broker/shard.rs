@@ -50,6 +50,13 @@ pub type QueueMap = hashbrown::HashMap<(String, u32), QueueState>;
 #[derive(Hash)]
 pub struct QueueKey<'a>(pub &'a str, pub u32);
 
+/// The owned key a vacant `entry_ref` inserts.
+impl From<&QueueKey<'_>> for (String, u32) {
+    fn from(k: &QueueKey<'_>) -> Self {
+        (k.0.to_owned(), k.1)
+    }
+}
+
 impl hashbrown::Equivalent<(String, u32)> for QueueKey<'_> {
     fn equivalent(&self, key: &(String, u32)) -> bool {
         self.1 == key.1 && self.0 == key.0
@@ -205,23 +212,23 @@ impl Shard {
         topic: &str,
         queue_id: u32,
     ) -> Result<&'a mut QueueState, crate::store::StoreError> {
+        // One hash per call: the entry keeps it for the insert of a queue opened here.
         let key = QueueKey(topic, queue_id);
-        if !queues.contains_key(&key) {
-            let cq = ConsumeQueue::open(
-                &self.ctx.cfg.store.store_path_root_dir,
-                topic,
-                queue_id,
-                self.ctx.cfg.store.mapped_file_size_consume_queue,
-            )?;
-            queues.insert(
-                (topic.to_string(), queue_id),
-                QueueState {
+        match queues.entry_ref(&key) {
+            hashbrown::hash_map::EntryRef::Occupied(o) => Ok(o.into_mut()),
+            hashbrown::hash_map::EntryRef::Vacant(v) => {
+                let cq = ConsumeQueue::open(
+                    &self.ctx.cfg.store.store_path_root_dir,
+                    topic,
+                    queue_id,
+                    self.ctx.cfg.store.mapped_file_size_consume_queue,
+                )?;
+                Ok(v.insert(QueueState {
                     cq,
                     waiters: Vec::new(),
-                },
-            );
+                }))
+            }
         }
-        Ok(queues.get_mut(&key).expect("inserted above"))
     }
 
     /// (min, max) logical offsets of a queue; (0, 0) when it has no ConsumeQueue yet.
