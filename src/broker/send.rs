@@ -348,7 +348,7 @@ fn encode_plain(
     let mut spans = Vec::with_capacity(items.len());
     let mut capacity = 0;
     let widest = t.h.sys_flag | message::sys_flag::BORNHOST_V6 | message::sys_flag::STOREHOST_V6;
-    let topic: std::sync::Arc<str> = t.topic.into();
+    let mut topic: Option<std::sync::Arc<str>> = Some(t.topic.into());
     for (item, sc) in items.iter().zip(scans) {
         let start = props.len();
         props.push_str(item.props);
@@ -414,7 +414,8 @@ fn encode_plain(
         }
         uniq_keys.push_str(uniq);
         records.push(AppendRecord {
-            topic: topic.clone(),
+            // The first record names the topic, the rest repeat it (see AppendRecord::topic).
+            topic: topic.take(),
             queue_id: t.queue_id as u32,
             tags_code: tags_code(sc.tags),
             keys: index,
@@ -565,7 +566,7 @@ pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, Brok
     ));
     message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
     Ok(AppendRecord {
-        topic: topic.into(),
+        topic: Some(topic.into()),
         queue_id: queue_id as u32,
         tags_code: tags,
         keys: index,
@@ -626,7 +627,7 @@ pub async fn reappend_to_real_topic(
             .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
         AppendRecord {
             keys: IndexKeys::Owned(index_keys(&props)),
-            topic: topic.into(),
+            topic: Some(topic.into()),
             queue_id: qid,
             tags_code: tags_code(tag.as_deref()),
             dispatch: true,

@@ -19,7 +19,7 @@ use crate::remoting::Outbox;
 use crate::runtime::Mesh;
 use crate::store::consume_queue::{ConsumeQueue, CqUnit};
 use crate::store::reader::CommitLogReader;
-use crate::writer::{DispatchUnit, WriterSender};
+use crate::writer::{DispatchRun, WriterSender};
 
 /// Immutable facts every shard shares.
 pub struct BrokerContext {
@@ -181,23 +181,25 @@ impl Shard {
     }
 
     /// Applies units the writer published: append to the ConsumeQueues, wake parked pulls.
-    pub fn on_dispatch(&self, units: Vec<DispatchUnit>) {
+    pub fn on_dispatch(&self, runs: Vec<DispatchRun>) {
         let mut queues = self.queues.borrow_mut();
-        for u in units {
-            if u.store_timestamp > self.last_dispatch_ts.get() {
-                self.last_dispatch_ts.set(u.store_timestamp);
+        for r in runs {
+            if r.store_timestamp > self.last_dispatch_ts.get() {
+                self.last_dispatch_ts.set(r.store_timestamp);
             }
-            let q = match self.queue_entry(&mut queues, &u.topic, u.queue_id) {
+            let q = match self.queue_entry(&mut queues, &r.topic, r.queue_id) {
                 Ok(q) => q,
                 Err(e) => {
-                    // The record is in the commit log; recovery rebuilds the unit.
-                    tracing::error!(topic = %u.topic, queue = u.queue_id, error = %e, "cannot open consume queue");
+                    // The records are in the commit log; recovery rebuilds the units.
+                    tracing::error!(topic = %r.topic, queue = r.queue_id, error = %e, "cannot open consume queue");
                     continue;
                 }
             };
-            if let Err(e) = q.cq.put(u.queue_offset, u.unit) {
-                tracing::error!(topic = %u.topic, queue = u.queue_id, error = %e, "consume queue append failed");
-                continue;
+            for (queue_offset, unit) in r.iter() {
+                if let Err(e) = q.cq.put(queue_offset, unit) {
+                    tracing::error!(topic = %r.topic, queue = r.queue_id, error = %e, "consume queue append failed");
+                    break;
+                }
             }
             for w in q.waiters.drain(..) {
                 w.notify();

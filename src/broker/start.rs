@@ -28,7 +28,7 @@ use crate::remoting::ConnInfo;
 use crate::runtime::net::{bind_reuseport, Listener};
 use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, ShardPlacement};
 use crate::store::consume_queue::ConsumeQueue;
-use crate::writer::{self, DispatchUnit, Dispatcher, WriterHandle};
+use crate::writer::{self, DispatchRun, Dispatcher, WriterHandle};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -62,11 +62,11 @@ struct ShardDispatcher {
 }
 
 impl Dispatcher for ShardDispatcher {
-    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
+    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
         let n = self.senders.len();
-        let mut per: Vec<Vec<DispatchUnit>> = (0..n).map(|_| Vec::new()).collect();
-        for u in units {
-            per[owner_of(&u.topic, u.queue_id, n)].push(u);
+        let mut per: Vec<Vec<DispatchRun>> = (0..n).map(|_| Vec::new()).collect();
+        for r in runs {
+            per[owner_of(&r.topic, r.queue_id, n)].push(r);
         }
         for (i, batch) in per.into_iter().enumerate() {
             if batch.is_empty() {

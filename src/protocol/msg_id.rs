@@ -49,11 +49,22 @@ pub fn offset_msg_id_len(store_host: SocketAddr) -> usize {
 }
 
 /// Appends `offset_msg_id(store_host, phy_offset)` to `dst` (batch responses join many).
+/// The id is built on the stack and appended once: a batch response carries one id per
+/// message, and a capacity check per hex digit showed in its profile.
 pub fn push_offset_msg_id(dst: &mut String, store_host: SocketAddr, phy_offset: i64) {
     let (ip, ip_len) = ip_octets(store_host.ip());
-    push_hex(dst, &ip[..ip_len]);
-    push_hex(dst, &(store_host.port() as i32).to_be_bytes());
-    push_hex(dst, &phy_offset.to_be_bytes());
+    let mut raw = [0u8; 28];
+    raw[..ip_len].copy_from_slice(&ip[..ip_len]);
+    raw[ip_len..ip_len + 4].copy_from_slice(&(store_host.port() as i32).to_be_bytes());
+    raw[ip_len + 4..ip_len + 12].copy_from_slice(&phy_offset.to_be_bytes());
+    let n = ip_len + 12;
+    let mut hex = [0u8; 56];
+    for (pair, b) in hex.chunks_exact_mut(2).zip(&raw[..n]) {
+        pair[0] = HEX_UPPER[(b >> 4) as usize];
+        pair[1] = HEX_UPPER[(b & 0xF) as usize];
+    }
+    // Every byte is an ASCII digit from HEX_UPPER, so this is never the empty fallback.
+    dst.push_str(std::str::from_utf8(&hex[..2 * n]).unwrap_or_default());
 }
 
 /// Inverse of `offset_msg_id` (hex digits of either case). Errors: a length other than 32/56,

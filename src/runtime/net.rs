@@ -12,6 +12,8 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bytes::BytesMut;
+
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -98,6 +100,34 @@ impl Stream {
 
     pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner.read(buf).await
+    }
+
+    /// Reads what the socket holds now, up to `max` bytes, into `buf`'s spare capacity: no
+    /// zeroing of the area first, and no waiting. `None` when nothing is there (EAGAIN); the
+    /// caller then waits through [`Stream::read`].
+    pub fn try_read_buf(&self, buf: &mut BytesMut, max: usize) -> Option<io::Result<usize>> {
+        buf.reserve(max);
+        let spare = buf.spare_capacity_mut();
+        let len = max.min(spare.len());
+        let ptr = spare.as_mut_ptr();
+        loop {
+            // SAFETY: `ptr` points at `len` bytes of `buf`'s spare capacity, valid for writes;
+            // recv writes at most `len` bytes there and returns how many.
+            let r =
+                unsafe { libc::recv(self.inner.as_raw_fd(), ptr.cast(), len, libc::MSG_DONTWAIT) };
+            if r >= 0 {
+                let n = r as usize;
+                // SAFETY: recv initialized the first `n` (<= len) bytes of the spare capacity.
+                unsafe { buf.set_len(buf.len() + n) };
+                return Some(Ok(n));
+            }
+            let err = io::Error::last_os_error();
+            match err.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => return None,
+                _ => return Some(Err(err)),
+            }
+        }
     }
 
     pub async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {

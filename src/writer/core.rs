@@ -18,7 +18,7 @@ use super::flusher::{FlushJob, Flusher};
 use super::group_commit::{GroupCommitRequest, GroupCommitService, GroupCommitStats};
 use super::index_checkpoint::IndexCheckpoint;
 use super::{
-    replicate, AppendOutcome, AppendRecord, AppendReply, AppendRequest, AppendStatus, DispatchUnit,
+    replicate, AppendOutcome, AppendRecord, AppendReply, AppendRequest, AppendStatus, DispatchRun,
     Dispatcher, Msg, Published, WriterParts,
 };
 use crate::constants::{
@@ -74,7 +74,7 @@ enum Completion {
 struct Written {
     reqs: Vec<AppendRequest>,
     placed: Vec<(Vec<u64>, Vec<u64>)>,
-    units: Vec<DispatchUnit>,
+    units: Vec<DispatchRun>,
     store_timestamp: i64,
 }
 
@@ -232,6 +232,11 @@ impl WriterCore {
     }
 
     fn validate(&self, req: &AppendRequest) -> Result<(), StoreError> {
+        if req.records.first().is_some_and(|r| r.topic.is_none()) {
+            return Err(StoreError::Invalid(
+                "the first record of an append names no topic".into(),
+            ));
+        }
         let max = self.cfg.max_record_len();
         for rec in &req.records {
             if rec.bytes.len() > max {
@@ -286,11 +291,21 @@ impl WriterCore {
         'write: for (ri, req) in ok_reqs.iter_mut().enumerate() {
             let mut phys = Vec::with_capacity(req.records.len());
             let mut qos = Vec::with_capacity(req.records.len());
+            // One clone per record that names its topic (once per batch on the send path).
+            let mut current: Option<Arc<str>> = None;
             for (ci, rec) in req.records.iter_mut().enumerate() {
+                if let Some(t) = &rec.topic {
+                    current = Some(t.clone());
+                }
+                let Some(topic) = current.as_ref() else {
+                    // Refused by `validate`; kept as an error rather than a panic.
+                    failure = Some(StoreError::Invalid("a record names no topic".into()));
+                    break 'write;
+                };
                 let qo = if rec.dispatch {
                     let next = self
                         .queue_offsets
-                        .entry_ref(&*rec.topic)
+                        .entry_ref(&**topic)
                         .or_default()
                         .entry(rec.queue_id)
                         .or_insert(0);
@@ -307,17 +322,23 @@ impl WriterCore {
                         phys.push(phy);
                         qos.push(qo);
                         if rec.dispatch {
-                            units.push(DispatchUnit {
-                                topic: rec.topic.clone(),
-                                queue_id: rec.queue_id,
-                                queue_offset: qo,
-                                unit: CqUnit {
-                                    phy_offset: phy,
-                                    size: rec.bytes.len() as u32,
-                                    tags_code: rec.tags_code,
-                                },
-                                store_timestamp: ts,
+                            let unit = CqUnit {
+                                phy_offset: phy,
+                                size: rec.bytes.len() as u32,
+                                tags_code: rec.tags_code,
+                            };
+                            let extended = units.last_mut().is_some_and(|r: &mut DispatchRun| {
+                                r.try_extend(topic, rec.queue_id, qo, unit)
                             });
+                            if !extended {
+                                units.push(DispatchRun {
+                                    topic: topic.clone(),
+                                    queue_id: rec.queue_id,
+                                    first_queue_offset: qo,
+                                    units: vec![unit],
+                                    store_timestamp: ts,
+                                });
+                            }
                         }
                     }
                     Err(e) => {
@@ -346,8 +367,11 @@ impl WriterCore {
             tracing::error!(error = %e, "append batch failed; rolled back");
             self.log.rollback(mark);
             for &(ri, ci, prev) in undo.iter().rev() {
-                let rec = &ok_reqs[ri].records[ci];
-                if let Some(q) = self.queue_offsets.get_mut(&*rec.topic) {
+                let records = &ok_reqs[ri].records;
+                let Some((Some(topic), rec)) = super::with_topics(records).nth(ci) else {
+                    continue; // validated: every record has a topic
+                };
+                if let Some(q) = self.queue_offsets.get_mut(&**topic) {
                     q.insert(rec.queue_id, prev);
                 }
             }
@@ -510,14 +534,14 @@ impl WriterCore {
         };
         for (records, phys) in done {
             let mut keys: Vec<&str> = Vec::new();
-            for (rec, phy) in records.iter().zip(phys) {
+            for ((topic, rec), phy) in super::with_topics(&records).zip(phys) {
                 keys.clear();
                 rec.keys.collect(&rec.bytes, &mut keys);
-                if keys.is_empty() {
+                let Some(topic) = topic.filter(|_| !keys.is_empty()) else {
                     continue;
-                }
-                if let Err(e) = ix.put(&rec.topic, &keys, phy, ts) {
-                    tracing::error!(error = %e, topic = %rec.topic, "index put failed");
+                };
+                if let Err(e) = ix.put(topic, &keys, phy, ts) {
+                    tracing::error!(error = %e, topic = %topic, "index put failed");
                 }
             }
         }

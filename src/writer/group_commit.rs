@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::{
-    replicate, AppendOutcome, AppendReply, AppendStatus, DispatchUnit, Dispatcher, Published,
+    replicate, AppendOutcome, AppendReply, AppendStatus, DispatchRun, Dispatcher, Published,
 };
 use crate::constants::{GROUP_COMMIT_MAX_WAIT, GROUP_COMMIT_QUEUE_CAPACITY};
 use crate::store::fault::{FaultHook, FaultPoint};
@@ -35,7 +35,7 @@ pub struct GroupCommitRequest {
     pub upto_phy: u64,
     pub store_timestamp: i64,
     /// Consume-queue units of the batch, in commit-log order.
-    pub units: Vec<DispatchUnit>,
+    pub units: Vec<DispatchRun>,
     /// Replies of the batch's wait_flush requests with their outcome.
     pub waiters: Vec<(AppendReply, AppendOutcome)>,
     /// Written at + syncFlushTimeout (None: too far to represent): a reply after it says

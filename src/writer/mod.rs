@@ -37,8 +37,11 @@ use crate::store::{
 
 /// One encoded record to append.
 pub struct AppendRecord {
-    /// Shared by the records of a batch and the units dispatched for them.
-    pub topic: Arc<str>,
+    /// The record's topic; `None` repeats the previous record's in the same request, and the
+    /// first record of a request must name one. A batch names its topic once: a refcount
+    /// touched per message by the shard, while the writer dropped the records of the request
+    /// before, bounced one cache line between the cores (~3 % of W3's CPU).
+    pub topic: Option<Arc<str>>,
     pub queue_id: u32,
     pub tags_code: i64,
     /// Index keys: KEYS split on ' ' plus UNIQ_KEY.
@@ -120,7 +123,80 @@ pub struct AppendRequest {
     pub reply: AppendReply,
 }
 
-/// What became visible: one unit per dispatched record, in commit-log order.
+/// Each record with its topic (a record without one continues the previous record's; `None`
+/// only before the first record that names one, which `WriterCore::validate` refuses).
+pub fn with_topics(
+    records: &[AppendRecord],
+) -> impl Iterator<Item = (Option<&Arc<str>>, &AppendRecord)> {
+    let mut current: Option<&Arc<str>> = None;
+    records.iter().map(move |r| {
+        if let Some(t) = &r.topic {
+            current = Some(t);
+        }
+        (current, r)
+    })
+}
+
+/// What became visible, in commit-log order: consecutive units of one queue from one batch
+/// (`units[i]` has queue offset `first_queue_offset + i`). A send of 32 messages is one run, so
+/// the topic's `Arc` is cloned, hashed and dropped once per run rather than once per message:
+/// per-message refcount traffic between the writer and the shards cost ~7 % of W3's CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DispatchRun {
+    pub topic: Arc<str>,
+    pub queue_id: u32,
+    pub first_queue_offset: u64,
+    pub units: Vec<CqUnit>,
+    pub store_timestamp: i64,
+}
+
+impl DispatchRun {
+    /// Each unit with its queue offset.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, CqUnit)> + '_ {
+        (self.first_queue_offset..).zip(self.units.iter().copied())
+    }
+
+    /// Appends the unit at `queue_offset` if it continues this run (same queue, next offset);
+    /// returns false and leaves the run as it was otherwise.
+    fn try_extend(
+        &mut self,
+        topic: &Arc<str>,
+        queue_id: u32,
+        queue_offset: u64,
+        unit: CqUnit,
+    ) -> bool {
+        let next = self.first_queue_offset + self.units.len() as u64;
+        let same_topic = Arc::ptr_eq(&self.topic, topic) || *self.topic == **topic;
+        if same_topic && self.queue_id == queue_id && next == queue_offset {
+            self.units.push(unit);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// One unit per record (tests and tools that look at units one by one).
+    pub fn into_units(self) -> impl Iterator<Item = DispatchUnit> {
+        let DispatchRun {
+            topic,
+            queue_id,
+            first_queue_offset,
+            units,
+            store_timestamp,
+        } = self;
+        (first_queue_offset..)
+            .zip(units)
+            .map(move |(queue_offset, unit)| DispatchUnit {
+                topic: topic.clone(),
+                queue_id,
+                queue_offset,
+                unit,
+                store_timestamp,
+            })
+    }
+}
+
+/// One dispatched unit on its own (see [`DispatchRun::into_units`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DispatchUnit {
     pub topic: Arc<str>,
@@ -131,7 +207,7 @@ pub struct DispatchUnit {
 }
 
 pub trait Dispatcher: Send + 'static {
-    fn dispatch(&mut self, units: Vec<DispatchUnit>);
+    fn dispatch(&mut self, runs: Vec<DispatchRun>);
 }
 
 /// The parts of an opened store the writer thread takes over.

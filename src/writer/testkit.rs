@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use bytes::BytesMut;
 use crossbeam_channel::bounded;
 
-use super::{AppendOutcome, AppendRecord, AppendRequest, DispatchUnit, Dispatcher, WriterSender};
+use super::{
+    AppendOutcome, AppendRecord, AppendRequest, DispatchRun, DispatchUnit, Dispatcher, WriterSender,
+};
 use crate::protocol::message::{encode, MessageToStore};
 use crate::store::{ConsumeQueue, StoreError};
 
@@ -32,7 +34,7 @@ pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> Appe
     let mut bytes = BytesMut::new();
     encode(&msg, &mut bytes).expect("test record within limits");
     AppendRecord {
-        topic: topic.into(),
+        topic: Some(topic.into()),
         queue_id,
         tags_code: 0,
         keys: crate::writer::IndexKeys::None,
@@ -74,8 +76,11 @@ pub fn append_wait(
 pub struct CollectingDispatcher(pub Arc<Mutex<Vec<DispatchUnit>>>);
 
 impl Dispatcher for CollectingDispatcher {
-    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
-        self.0.lock().expect("collector lock").extend(units);
+    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
+        let mut all = self.0.lock().expect("collector lock");
+        for r in runs {
+            all.extend(r.into_units());
+        }
     }
 }
 
@@ -83,7 +88,7 @@ impl Dispatcher for CollectingDispatcher {
 pub struct NullDispatcher;
 
 impl Dispatcher for NullDispatcher {
-    fn dispatch(&mut self, _units: Vec<DispatchUnit>) {}
+    fn dispatch(&mut self, _runs: Vec<DispatchRun>) {}
 }
 
 /// Applies units to consume queues the way an owner shard would (panics on I/O errors: tests).
@@ -108,8 +113,8 @@ impl CqDispatcher {
 }
 
 impl Dispatcher for CqDispatcher {
-    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
-        for u in units {
+    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
+        for u in runs.into_iter().flat_map(DispatchRun::into_units) {
             let key = (u.topic.to_string(), u.queue_id);
             if !self.cqs.contains_key(&key) {
                 let cq = ConsumeQueue::open(&self.root, &u.topic, u.queue_id, self.cq_file_size)

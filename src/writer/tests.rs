@@ -64,6 +64,110 @@ fn append_assigns_offsets_and_dispatches() {
     assert!(!dir.path().join("abort").exists());
 }
 
+/// Keeps the runs as the writer sent them.
+#[derive(Clone, Default)]
+struct RunCollector(Arc<std::sync::Mutex<Vec<DispatchRun>>>);
+
+impl Dispatcher for RunCollector {
+    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
+        self.0.lock().expect("runs lock").extend(runs);
+    }
+}
+
+/// Proves consecutive records of one queue become one run, and that a change of queue or
+/// topic, or a record that is not dispatched, ends it (with the right offsets and sizes).
+#[test]
+fn units_of_one_queue_are_dispatched_as_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = StoreConfig {
+        flush_disk_type: FlushDiskType::AsyncFlush,
+        ..cfg(dir.path(), 256 << 10)
+    };
+    let col = RunCollector::default();
+    let w = start(&c, Box::new(col.clone()));
+    let s = w.clone_sender();
+    let mut held = record("A", 0, b"held", "");
+    held.dispatch = false;
+    let recs = vec![
+        record("A", 0, b"a0", ""),
+        record("A", 0, b"a1", ""),
+        record("A", 1, b"b0", ""),
+        record("B", 1, b"c0", ""),
+        record("A", 0, b"a2", ""),
+        held,
+        record("A", 0, b"a3", ""),
+    ];
+    let out = append_wait(&s, recs, true).unwrap();
+    let again = append_wait(&s, vec![record("A", 0, b"a4", "")], true).unwrap();
+    w.shutdown().unwrap();
+    let runs = col.0.lock().unwrap().clone();
+    let shape: Vec<(&str, u32, u64, usize)> = runs
+        .iter()
+        .map(|r| (&*r.topic, r.queue_id, r.first_queue_offset, r.units.len()))
+        .collect();
+    // The "held" record neither takes a queue offset nor breaks the run of A/0 (a2, a3), but
+    // the second request is a batch of its own.
+    assert_eq!(
+        shape,
+        vec![
+            ("A", 0, 0, 2),
+            ("A", 1, 0, 1),
+            ("B", 1, 0, 1),
+            ("A", 0, 2, 2),
+            ("A", 0, 4, 1)
+        ]
+    );
+    let phys: Vec<u64> = runs
+        .iter()
+        .flat_map(|r| r.iter().map(|(_, u)| u.phy_offset))
+        .collect();
+    let mut expected: Vec<u64> = out.phy_offsets.clone();
+    expected.remove(5);
+    expected.extend(&again.phy_offsets);
+    assert_eq!(phys, expected);
+    let offsets: Vec<u64> = runs.iter().flat_map(|r| r.iter().map(|(q, _)| q)).collect();
+    assert_eq!(offsets, vec![0, 1, 0, 0, 2, 3, 4]);
+}
+
+/// Proves a record without a topic continues the previous record's (queue offsets and units
+/// included), and that a request whose first record names none is refused, not appended.
+#[test]
+fn records_without_a_topic_repeat_the_previous_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 256 << 10);
+    let col = RunCollector::default();
+    let w = start(&c, Box::new(col.clone()));
+    let s = w.clone_sender();
+    let mut b1 = record("B", 0, b"b1", "");
+    b1.topic = None;
+    let mut b2 = record("B", 1, b"b2", "");
+    b2.topic = None;
+    let recs = vec![record("A", 0, b"a0", ""), record("B", 0, b"b0", ""), b1, b2];
+    let out = append_wait(&s, recs, true).unwrap();
+    assert_eq!(out.queue_offsets, vec![0, 0, 1, 0]);
+    let mut orphan = record("C", 0, b"c", "");
+    orphan.topic = None;
+    let e = append_wait(&s, vec![orphan], true).unwrap_err();
+    assert!(matches!(e, StoreError::Invalid(_)), "{e:?}");
+    let after = append_wait(&s, vec![record("B", 0, b"b3", "")], true).unwrap();
+    assert_eq!(after.queue_offsets, vec![2]);
+    w.shutdown().unwrap();
+    let runs = col.0.lock().unwrap().clone();
+    let shape: Vec<(&str, u32, u64, usize)> = runs
+        .iter()
+        .map(|r| (&*r.topic, r.queue_id, r.first_queue_offset, r.units.len()))
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            ("A", 0, 0, 1),
+            ("B", 0, 0, 2),
+            ("B", 1, 0, 1),
+            ("B", 0, 2, 1)
+        ]
+    );
+}
+
 /// Proves a record that does not fit closes the segment with [remaining][BLANK] and starts
 /// the next one, and that queue offsets continue after a clean reopen.
 #[test]
@@ -243,11 +347,12 @@ struct FirstDispatchGate {
 }
 
 impl Dispatcher for FirstDispatchGate {
-    fn dispatch(&mut self, units: Vec<DispatchUnit>) {
+    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
         if let Some(g) = self.gate.take() {
             let _opened = g.recv();
         }
-        self.units.lock().expect("units lock").extend(units);
+        let mut all = self.units.lock().expect("units lock");
+        all.extend(runs.into_iter().flat_map(DispatchRun::into_units));
     }
 }
 
@@ -378,7 +483,7 @@ fn sync_flush_indexes_keys_after_the_group_commit() {
 
 struct Gate(crossbeam_channel::Receiver<()>);
 impl Dispatcher for Gate {
-    fn dispatch(&mut self, _units: Vec<DispatchUnit>) {
+    fn dispatch(&mut self, _runs: Vec<DispatchRun>) {
         let _opened = self.0.recv();
     }
 }
