@@ -21,7 +21,7 @@ use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::{SendMessageRequestHeader, SendMessageResponseHeader};
 use crate::protocol::java_hash::tags_code;
 use crate::protocol::message::{self, MessageToStore};
-use crate::protocol::msg_id::{offset_msg_id_len, push_offset_msg_id};
+use crate::protocol::msg_id::push_offset_msg_ids;
 use crate::protocol::properties::{self, keys};
 use crate::protocol::RemotingCommand;
 use crate::remoting::ConnInfo;
@@ -246,14 +246,8 @@ async fn send_inner(
         AppendStatus::PutOk => rc::SUCCESS,
         AppendStatus::FlushDiskTimeout => rc::FLUSH_DISK_TIMEOUT,
     };
-    let id_len = offset_msg_id_len(ctx.store_host) + 1;
-    let mut msg_id = String::with_capacity(outcome.phy_offsets.len() * id_len);
-    for (i, p) in outcome.phy_offsets.iter().enumerate() {
-        if i > 0 {
-            msg_id.push(',');
-        }
-        push_offset_msg_id(&mut msg_id, ctx.store_host, *p as i64);
-    }
+    let mut msg_id = String::new();
+    push_offset_msg_ids(&mut msg_id, ctx.store_host, &outcome.phy_offsets);
     let mut resp = RemotingCommand::response_for(cmd, code, None);
     SendMessageResponseHeader {
         msg_id,

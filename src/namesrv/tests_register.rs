@@ -175,8 +175,8 @@ fn compressed_body_round_trip() {
         .with_ext("compressed", "true")
         .with_body(body.clone());
     req.ext_fields.insert(
-        "bodyCrc32".into(),
-        ((crc32fast::hash(&body) & 0x7FFF_FFFF) as i32).to_string(),
+        "bodyCrc32",
+        &((crc32fast::hash(&body) & 0x7FFF_FFFF) as i32).to_string(),
     );
     assert_ok(&call(&mut ns, 1, &req, 0));
     let route = strict_route(&mut ns, "Zipped");

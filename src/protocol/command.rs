@@ -8,11 +8,11 @@
 //! a non-null `extFields`, which JSON encode always writes).
 
 mod binary_header;
+mod ext_fields;
 mod json_header;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -43,8 +43,7 @@ impl SerializeType {
     }
 }
 
-/// extFields of a command: decoded for every request, so hashed with foldhash, not SipHash.
-pub type ExtFieldMap = HashMap<String, String, hashbrown::DefaultHashBuilder>;
+pub use ext_fields::ExtFields;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemotingCommand {
@@ -55,7 +54,7 @@ pub struct RemotingCommand {
     pub opaque: i32,
     pub flag: i32,
     pub remark: Option<String>,
-    pub ext_fields: ExtFieldMap,
+    pub ext_fields: ExtFields,
     pub body: Bytes,
     pub serialize_type: SerializeType,
 }
@@ -74,7 +73,7 @@ impl RemotingCommand {
             opaque: NEXT_OPAQUE.fetch_add(1, Ordering::Relaxed),
             flag: 0,
             remark: None,
-            ext_fields: ExtFieldMap::default(),
+            ext_fields: ExtFields::default(),
             body: Bytes::new(),
             serialize_type: SerializeType::Json,
         }
@@ -89,7 +88,7 @@ impl RemotingCommand {
             opaque: req.opaque,
             flag: FLAG_RESPONSE,
             remark,
-            ext_fields: ExtFieldMap::default(),
+            ext_fields: ExtFields::default(),
             body: Bytes::new(),
             serialize_type: SerializeType::Json,
         }
@@ -106,11 +105,11 @@ impl RemotingCommand {
     }
 
     pub fn set_ext(&mut self, k: &str, v: impl ToString) {
-        self.ext_fields.insert(k.to_owned(), v.to_string());
+        self.ext_fields.insert(k, &v.to_string());
     }
 
     pub fn ext(&self, k: &str) -> Option<&str> {
-        self.ext_fields.get(k).map(String::as_str)
+        self.ext_fields.get(k)
     }
 
     pub fn is_response(&self) -> bool {

@@ -49,22 +49,38 @@ pub fn offset_msg_id_len(store_host: SocketAddr) -> usize {
 }
 
 /// Appends `offset_msg_id(store_host, phy_offset)` to `dst` (batch responses join many).
-/// The id is built on the stack and appended once: a batch response carries one id per
-/// message, and a capacity check per hex digit showed in its profile.
 pub fn push_offset_msg_id(dst: &mut String, store_host: SocketAddr, phy_offset: i64) {
+    push_offset_msg_ids(dst, store_host, &[phy_offset as u64]);
+}
+
+/// Appends the offset msg ids of `phy_offsets`, joined by ',' (a batch response's msgId). The
+/// host part is formatted once and each id is built on the stack and appended whole: a
+/// capacity check per hex digit, and the host per id, showed in the batch path's profile.
+pub fn push_offset_msg_ids(dst: &mut String, store_host: SocketAddr, phy_offsets: &[u64]) {
     let (ip, ip_len) = ip_octets(store_host.ip());
-    let mut raw = [0u8; 28];
+    let mut raw = [0u8; 20];
     raw[..ip_len].copy_from_slice(&ip[..ip_len]);
     raw[ip_len..ip_len + 4].copy_from_slice(&(store_host.port() as i32).to_be_bytes());
-    raw[ip_len + 4..ip_len + 12].copy_from_slice(&phy_offset.to_be_bytes());
-    let n = ip_len + 12;
-    let mut hex = [0u8; 56];
-    for (pair, b) in hex.chunks_exact_mut(2).zip(&raw[..n]) {
+    let host_hex = 2 * (ip_len + 4);
+    // ',' + host + 16 digits of offset; the first id skips the ','.
+    let mut id = [b','; 1 + 40 + 16];
+    hex_into(&mut id[1..1 + host_hex], &raw[..ip_len + 4]);
+    let end = 1 + host_hex + 16;
+    dst.reserve(phy_offsets.len() * (end - 1) + phy_offsets.len());
+    for (i, phy) in phy_offsets.iter().enumerate() {
+        hex_into(&mut id[1 + host_hex..end], &phy.to_be_bytes());
+        let from = usize::from(i == 0);
+        // Every byte is ',' or an ASCII digit from HEX_UPPER: never the empty fallback.
+        dst.push_str(std::str::from_utf8(&id[from..end]).unwrap_or_default());
+    }
+}
+
+/// Uppercase hex of `bytes` into `out` (twice as long).
+fn hex_into(out: &mut [u8], bytes: &[u8]) {
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
         pair[0] = HEX_UPPER[(b >> 4) as usize];
         pair[1] = HEX_UPPER[(b & 0xF) as usize];
     }
-    // Every byte is an ASCII digit from HEX_UPPER, so this is never the empty fallback.
-    dst.push_str(std::str::from_utf8(&hex[..2 * n]).unwrap_or_default());
 }
 
 /// Inverse of `offset_msg_id` (hex digits of either case). Errors: a length other than 32/56,
@@ -228,6 +244,22 @@ mod tests {
     }
 
     /// IPv6 ids are 56 hex chars and round-trip.
+    #[test]
+    fn joined_ids_match_one_by_one() {
+        for host in ["10.0.0.7:10911", "[2001:db8::1]:30911"] {
+            let host: SocketAddr = host.parse().unwrap();
+            for phys in [&[][..], &[0][..], &[1 << 40, 7, u64::MAX >> 1][..]] {
+                let mut joined = String::from("x");
+                push_offset_msg_ids(&mut joined, host, phys);
+                let one_by_one: Vec<String> = phys
+                    .iter()
+                    .map(|p| offset_msg_id(host, *p as i64))
+                    .collect();
+                assert_eq!(joined, format!("x{}", one_by_one.join(",")));
+            }
+        }
+    }
+
     #[test]
     fn offset_msg_id_ipv6_round_trip() {
         let addr: SocketAddr = "[fe80::1:2]:10911".parse().unwrap();

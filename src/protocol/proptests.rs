@@ -48,7 +48,7 @@ fn binary_normalized(mut c: RemotingCommand) -> RemotingCommand {
     if c.remark.as_deref() == Some("") {
         c.remark = None;
     }
-    let ext: crate::protocol::command::ExtFieldMap = c
+    let ext: crate::protocol::command::ExtFields = c
         .ext_fields
         .into_iter()
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())

@@ -49,7 +49,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A length-prefixed string whose length was already read; 0 = null.
-    fn string(&mut self, len: i64, what: &str) -> Result<Option<String>, ProtocolError> {
+    fn string(&mut self, len: i64, what: &str) -> Result<Option<&'a str>, ProtocolError> {
         if len < 0 {
             return Err(ProtocolError::BadHeader(format!(
                 "{what}: negative length {len}"
@@ -61,7 +61,7 @@ impl<'a> Reader<'a> {
         let bytes = self.take(len as usize, what)?;
         let s = std::str::from_utf8(bytes)
             .map_err(|_| ProtocolError::BadHeader(format!("{what}: not UTF-8")))?;
-        Ok(Some(s.to_owned()))
+        Ok(Some(s))
     }
 }
 
@@ -76,7 +76,7 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
     let opaque = r.i32("opaque")?;
     let flag = r.i32("flag")?;
     let remark_len = r.i32("remark length")?;
-    let remark = r.string(remark_len as i64, "remark")?;
+    let remark = r.string(remark_len as i64, "remark")?.map(str::to_owned);
     let ext_len = r.i32("extFields length")?;
     if ext_len < 0 {
         return Err(ProtocolError::BadHeader(format!(
@@ -98,8 +98,8 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
     })
 }
 
-fn decode_ext(buf: &[u8]) -> Result<super::ExtFieldMap, ProtocolError> {
-    let mut map = super::ExtFieldMap::with_capacity_and_hasher(16, Default::default());
+fn decode_ext(buf: &[u8]) -> Result<super::ExtFields, ProtocolError> {
+    let mut map = super::ExtFields::with_capacity(16, buf.len());
     let mut r = Reader { buf, pos: 0 };
     while r.pos < buf.len() {
         let key_len = r.i16("extFields key length")?;
@@ -107,9 +107,10 @@ fn decode_ext(buf: &[u8]) -> Result<super::ExtFieldMap, ProtocolError> {
         let val_len = r.i32("extFields value length")?;
         let val = r.string(val_len as i64, "extFields value")?;
         if let (Some(k), Some(v)) = (key, val) {
-            map.insert(k, v);
+            map.push(k, v);
         }
     }
+    map.dedup();
     Ok(map)
 }
 

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::{RemotingCommand, SerializeType};
@@ -29,7 +29,7 @@ struct JsonHeaderIn {
     #[serde(default)]
     remark: Option<String>,
     #[serde(default, rename = "extFields")]
-    ext_fields: Option<ExtFields>,
+    ext_fields: Option<ExtFieldsIn>,
 }
 
 /// Field order is alphabetical because fastjson sorts, so our bytes look like Java's (and hit
@@ -41,7 +41,7 @@ struct JsonHeaderIn {
 struct JsonHeaderOut<'a> {
     code: i32,
     #[serde(rename = "extFields")]
-    ext_fields: &'a super::ExtFieldMap,
+    ext_fields: &'a super::ExtFields,
     flag: i32,
     language: &'static str,
     opaque: i32,
@@ -80,11 +80,7 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
 /// characters, `"` and `\`; the usual case) are copied as they are; others go through
 /// serde_json's escaper, so the output never differs.
 pub(super) fn encode(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), ProtocolError> {
-    let ext_len: usize = cmd
-        .ext_fields
-        .iter()
-        .map(|(k, v)| k.len() + v.len() + 6)
-        .sum();
+    let ext_len = cmd.ext_fields.text_len() + 6 * cmd.ext_fields.len();
     let remark_len = cmd.remark.as_ref().map_or(0, |r| r.len() + 12);
     dst.reserve(140 + ext_len + remark_len);
     dst.put_slice(b"{\"code\":");
@@ -120,10 +116,10 @@ fn put_int(dst: &mut BytesMut, v: i32) {
 
 /// A JSON string literal. The check folds over every byte without branching so it vectorizes.
 fn put_str(dst: &mut BytesMut, s: &str) -> Result<(), ProtocolError> {
-    let needs_escape = s.bytes().fold(false, |acc, b| {
-        acc | (b < 0x20) | (b == b'"') | (b == b'\\')
+    let needs_escape = s.bytes().fold(0u8, |acc, b| {
+        acc | u8::from(b < 0x20) | u8::from(b == b'"') | u8::from(b == b'\\')
     });
-    if needs_escape {
+    if needs_escape != 0 {
         return serde_json::to_writer(dst.writer(), s)
             .map_err(|e| ProtocolError::Unencodable(format!("JSON header: {e}")));
     }
@@ -165,11 +161,12 @@ fn de_language<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
     d.deserialize_any(LanguageVisitor)
 }
 
-/// extFields read straight into the map: string values as is, numbers and booleans
-/// stringified (what Java's `toString` would have sent), null values dropped.
-struct ExtFields(super::ExtFieldMap);
+/// extFields read straight into one `ExtFields` buffer (no `String` per key or value): string
+/// values as is, numbers and booleans stringified (what Java's `toString` would have sent),
+/// null values dropped.
+struct ExtFieldsIn(super::ExtFields);
 
-impl<'de> Deserialize<'de> for ExtFields {
+impl<'de> Deserialize<'de> for ExtFieldsIn {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_map(ExtFieldsVisitor)
     }
@@ -178,56 +175,90 @@ impl<'de> Deserialize<'de> for ExtFields {
 struct ExtFieldsVisitor;
 
 impl<'de> Visitor<'de> for ExtFieldsVisitor {
-    type Value = ExtFields;
+    type Value = ExtFieldsIn;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of string values")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFields, A::Error> {
-        // JSON gives no size hint; 16 holds a send header (up to 14 fields) without rehashing.
-        let hint = map.size_hint().unwrap_or(16).min(32);
-        let mut out = super::ExtFieldMap::with_capacity_and_hasher(hint, Default::default());
-        while let Some(key) = map.next_key::<String>()? {
-            if let ExtValue(Some(v)) = map.next_value::<ExtValue>()? {
-                out.insert(key, v);
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFieldsIn, A::Error> {
+        // JSON gives no size hint; 16 fields hold a send header (up to 14) without growing.
+        let mut out = super::ExtFields::with_capacity(16, 256);
+        loop {
+            let start = out.text_mark();
+            if map.next_key_seed(KeyIn(out.text_mut()))?.is_none() {
+                break;
+            }
+            let key_end = out.text_mark();
+            if map.next_value_seed(ValueIn(out.text_mut()))? {
+                out.commit_field(start, key_end);
+            } else {
+                out.rollback_field(start);
             }
         }
-        Ok(ExtFields(out))
+        out.dedup();
+        Ok(ExtFieldsIn(out))
     }
 }
 
-struct ExtValue(Option<String>);
+/// A key, appended to the fields' buffer.
+struct KeyIn<'b>(&'b mut String);
 
-impl<'de> Deserialize<'de> for ExtValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = ExtValue;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string, number, boolean or null")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v)))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ExtValue, E> {
-                Ok(ExtValue(Some(v.to_string())))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<ExtValue, E> {
-                Ok(ExtValue(None))
-            }
-        }
-        d.deserialize_any(V)
+impl<'de> DeserializeSeed<'de> for KeyIn<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeyIn<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.0.push_str(v);
+        Ok(())
+    }
+}
+
+/// A value, appended to the fields' buffer; false for a null (the field is dropped).
+struct ValueIn<'b>(&'b mut String);
+
+impl<'de> DeserializeSeed<'de> for ValueIn<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for ValueIn<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string, number, boolean or null")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        self.0.push_str(v);
+        Ok(true)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(true)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+        self.0.push_str(itoa::Buffer::new().format(v));
+        Ok(true)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+        self.0.push_str(itoa::Buffer::new().format(v));
+        Ok(true)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<bool, E> {
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = write!(self.0, "{v}");
+        Ok(true)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
     }
 }
 
@@ -236,7 +267,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::protocol::command::ExtFieldMap;
+    use crate::protocol::command::ExtFields;
 
     fn serde_reference(cmd: &RemotingCommand) -> Vec<u8> {
         let out = JsonHeaderOut {
@@ -270,9 +301,9 @@ mod tests {
     #[test]
     fn send_response_header_bytes() {
         let mut c = command((0, 1, 7, 475), 0, None);
-        c.ext_fields = ExtFieldMap::default();
+        c.ext_fields = ExtFields::default();
         c.ext_fields
-            .insert("msgId".into(), "7F00000100002A9F0000000000000000".into());
+            .insert("msgId", "7F00000100002A9F0000000000000000");
         let mut dst = BytesMut::new();
         encode(&c, &mut dst).unwrap();
         assert_eq!(

@@ -135,6 +135,19 @@ fn decodes_rocketmq_rust_header() {
     assert_eq!(cmd.ext("queueId"), Some("3"), "numbers are stringified");
     assert_eq!(cmd.ext("b"), Some("true"));
     assert_eq!(cmd.ext("x"), None, "null values are dropped");
+
+    // A repeated key keeps its last value (Java's map does); a null after a value drops only
+    // that field, escapes are decoded, and a float is stringified.
+    let header = r#"{"code":15,"extFields":{"k":"1","n":"kept","k":"2","z":null,"e":"a\"b\u0001","f":1.5,"u":18446744073709551615,"i":-7}}"#;
+    let cmd = decode_frame(&json_frame(header, b"")).unwrap();
+    assert_eq!(cmd.ext_fields.len(), 6);
+    assert_eq!(cmd.ext("k"), Some("2"));
+    assert_eq!(cmd.ext("n"), Some("kept"));
+    assert_eq!(cmd.ext("z"), None);
+    assert_eq!(cmd.ext("e"), Some("a\"b\u{1}"));
+    assert_eq!(cmd.ext("f"), Some("1.5"));
+    assert_eq!(cmd.ext("u"), Some("18446744073709551615"));
+    assert_eq!(cmd.ext("i"), Some("-7"));
 }
 
 /// Unknown language names land on OTHER; a missing language is JAVA, like Java's default.
@@ -181,7 +194,7 @@ fn binary_encode_refuses_what_java_would_truncate() {
     cmd.version = 40000;
     assert!(cmd.encode(&mut BytesMut::new()).is_err());
     let mut cmd = golden_binary_command();
-    cmd.ext_fields.insert("k".repeat(40000), "v".into());
+    cmd.ext_fields.insert(&"k".repeat(40000), "v");
     assert!(cmd.encode(&mut BytesMut::new()).is_err());
 }
 
@@ -199,7 +212,7 @@ fn encode_prefix_refuses_oversized_body() {
 fn binary_zero_length_strings_are_null() {
     let mut cmd = golden_binary_command();
     cmd.remark = Some(String::new());
-    cmd.ext_fields.insert("empty".into(), String::new());
+    cmd.ext_fields.insert("empty", "");
     let mut out = BytesMut::new();
     cmd.encode(&mut out).unwrap();
     let back = decode_frame(&out).unwrap();

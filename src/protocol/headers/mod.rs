@@ -86,7 +86,7 @@ macro_rules! required_field {
                 <$t as HeaderValue>::parse(raw, name)
             }
             fn write(&self, cmd: &mut RemotingCommand, name: &str) {
-                cmd.ext_fields.insert(name.to_owned(), self.render());
+                cmd.ext_fields.insert(name, &self.render());
             }
         }
     )*};
@@ -101,7 +101,7 @@ impl HeaderField for bool {
             .is_some_and(|v| v.eq_ignore_ascii_case("true")))
     }
     fn write(&self, cmd: &mut RemotingCommand, name: &str) {
-        cmd.ext_fields.insert(name.to_owned(), self.render());
+        cmd.ext_fields.insert(name, &self.render());
     }
 }
 
@@ -111,7 +111,7 @@ impl<T: HeaderValue> HeaderField for Option<T> {
     }
     fn write(&self, cmd: &mut RemotingCommand, name: &str) {
         if let Some(v) = self {
-            cmd.ext_fields.insert(name.to_owned(), v.render());
+            cmd.ext_fields.insert(name, &v.render());
         }
     }
 }
