@@ -9,6 +9,7 @@
 
 mod binary_header;
 mod ext_fields;
+mod json_fast;
 mod json_header;
 #[cfg(test)]
 mod tests;

@@ -59,6 +59,14 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
             "JSON header is not an object".to_owned(),
         ));
     }
+    if let Some(cmd) = super::json_fast::decode(header) {
+        return Ok(cmd);
+    }
+    decode_serde(header)
+}
+
+/// The reference decode: everything the fast path defers (and every error) comes from here.
+fn decode_serde(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
     let h: JsonHeaderIn = serde_json::from_slice(header)
         .map_err(|e| ProtocolError::BadHeader(format!("JSON header: {e}")))?;
     Ok(RemotingCommand {
@@ -310,6 +318,166 @@ mod tests {
             &dst[..],
             &br#"{"code":0,"extFields":{"msgId":"7F00000100002A9F0000000000000000"},"flag":1,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":475}"#[..]
         );
+    }
+
+    /// JSON whitespace, sometimes.
+    fn ws() -> impl Strategy<Value = &'static str> {
+        prop_oneof![4 => Just(""), 1 => Just(" "), 1 => Just("\n\t "), 1 => Just("\r")]
+    }
+
+    /// A JSON string literal: serde_json's own escaping of arbitrary text, or hand-made
+    /// escapes (short forms, \u of ASCII and BMP characters, surrogate pairs, lone
+    /// surrogates, bad escapes, raw control characters).
+    fn json_string() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "[a-zA-Z0-9_]{0,8}".prop_map(|s| format!("\"{s}\"")),
+            3 => ".{0,8}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+            2 => proptest::sample::select(vec![
+                r#""a\u0001b\u0002""#, r#""\"\\\/\b\f\n\r\t""#, r#""\u00e9\u4e2d""#,
+                r#""\ud83d\ude00""#, r#""\ud800""#, r#""\x""#, "\"tab\there\"",
+                r#""\u12""#, r#""unterminated"#, r#""é""#,
+            ])
+            .prop_map(str::to_owned),
+        ]
+    }
+
+    fn json_number() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => any::<i32>().prop_map(|v| v.to_string()),
+            2 => any::<i64>().prop_map(|v| v.to_string()),
+            1 => any::<u64>().prop_map(|v| v.to_string()),
+            2 => proptest::sample::select(vec![
+                "0", "-0", "01", "1.5", "-2e3", "1E2", "18446744073709551616",
+                "-9223372036854775809", "2147483648", "-", "3.",
+            ])
+            .prop_map(str::to_owned),
+        ]
+    }
+
+    fn json_scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            3 => json_string(),
+            3 => json_number(),
+            1 => proptest::sample::select(vec!["null", "true", "false", "nul", "[]", "{}", "[1]"])
+                .prop_map(str::to_owned),
+        ]
+    }
+
+    fn json_object(
+        values: BoxedStrategy<String>,
+        keys: BoxedStrategy<String>,
+    ) -> impl Strategy<Value = String> {
+        proptest::collection::vec((ws(), keys, ws(), ws(), values, ws()), 0..8).prop_map(|fields| {
+            let body: Vec<String> = fields
+                .into_iter()
+                .map(|(a, k, b, c, v, d)| format!("{a}{k}{b}:{c}{v}{d}"))
+                .collect();
+            format!("{{{}}}", body.join(","))
+        })
+    }
+
+    /// One field of a header: mostly a value of the field's type, sometimes anything.
+    fn header_field() -> impl Strategy<Value = String> {
+        let ext = json_object(
+            prop_oneof![6 => "[a-zA-Z0-9]{0,6}".prop_map(|s| format!("\"{s}\"")), 3 => json_scalar()].boxed(),
+            prop_oneof![6 => "[a-z]{1,3}".prop_map(|s| format!("\"{s}\"")), 1 => json_string()].boxed(),
+        )
+        .boxed();
+        let lang = proptest::sample::select(vec![
+            "\"JAVA\"", "\"RUST\"", "\"ZIG\"", "3", "-1", "99", "null",
+        ])
+        .prop_map(str::to_owned);
+        let int = prop_oneof![6 => any::<i32>().prop_map(|v| v.to_string()), 1 => json_number()];
+        let typed = prop_oneof![
+            Just("code"),
+            Just("flag"),
+            Just("opaque"),
+            Just("version"),
+            Just("language"),
+            Just("remark"),
+            Just("extFields"),
+            Just("serializeTypeCurrentRPC"),
+            Just("x"),
+        ]
+        .prop_flat_map(move |k| {
+            let v: BoxedStrategy<String> = match k {
+                "language" => lang.clone().boxed(),
+                "remark" => prop_oneof![3 => json_string(), 1 => Just("null".to_owned())].boxed(),
+                "extFields" => prop_oneof![6 => ext.clone(), 1 => Just("null".to_owned())].boxed(),
+                "serializeTypeCurrentRPC" | "x" => json_scalar().boxed(),
+                _ => int.clone().boxed(),
+            };
+            (
+                Just(format!("\"{k}\"")),
+                prop_oneof![9 => v, 1 => json_scalar()],
+            )
+        });
+        let any_field = (json_string(), json_scalar());
+        (ws(), prop_oneof![9 => typed, 1 => any_field], ws(), ws())
+            .prop_map(|(a, (k, v), b, c)| format!("{a}{k}{b}:{c}{v}"))
+    }
+
+    fn header_json() -> impl Strategy<Value = String> {
+        let code = prop_oneof![9 => any::<i16>().prop_map(|c| format!("\"code\":{c}")), 1 => Just(String::new())];
+        (
+            ws(),
+            code,
+            proptest::collection::vec(header_field(), 0..7),
+            any::<prop::sample::Index>(),
+            ws(),
+            proptest::sample::select(vec!["", "", "", "", "", "", "x", "}"]),
+        )
+            .prop_map(|(a, code, mut fields, at, b, tail)| {
+                if !code.is_empty() {
+                    let i = at.index(fields.len() + 1);
+                    fields.insert(i, code);
+                }
+                format!("{a}{{{}}}{b}{tail}", fields.join(","))
+            })
+    }
+
+    /// The headers Java (fastjson) and rocketmq-rust clients send take the fast path.
+    #[test]
+    fn client_headers_take_the_fast_path() {
+        let java = r#"{"code":310,"extFields":{"a":"PG","b":"TopicTest","c":"TBW102","d":"4","e":"3","f":"0","g":"1717000000000","h":"0","i":"TAGS\u0001TagA\u0002WAIT\u0001true\u0002","j":"0","k":"false","m":"false"},"flag":0,"language":"JAVA","opaque":42,"serializeTypeCurrentRPC":"JSON","version":479}"#;
+        let rust = r#"{"code":34,"language":"RUST","version":474,"opaque":5,"flag":0,"remark":null,"extFields":null,"serializeTypeCurrentRPC":"JSON"}"#;
+        for h in [java, rust] {
+            let fast = super::super::json_fast::decode(h.as_bytes()).expect("fast path");
+            assert_eq!(fast, decode_serde(h.as_bytes()).unwrap());
+        }
+    }
+
+    /// Keeps the agreement test honest: the generator must produce many headers the fast path
+    /// takes (and many it defers), or agreement would hold vacuously.
+    #[test]
+    fn generated_headers_exercise_both_paths() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = header_json();
+        let (mut fast, mut serde_ok, n) = (0, 0, 2000);
+        for _ in 0..n {
+            let h = strategy.new_tree(&mut runner).unwrap().current();
+            fast += usize::from(super::super::json_fast::decode(h.as_bytes()).is_some());
+            serde_ok += usize::from(decode_serde(h.as_bytes()).is_ok());
+        }
+        assert!(fast > n / 4, "fast path took {fast} of {n}");
+        assert!(serde_ok > fast, "serde took {serde_ok}, fast {fast} of {n}");
+        assert!(serde_ok < n, "no header was refused");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The fast path either defers (None) or decodes exactly what serde_json decodes; it
+        /// never accepts a header serde refuses.
+        #[test]
+        fn fast_decode_agrees_with_serde(h in header_json()) {
+            let serde = decode_serde(h.as_bytes());
+            if let Some(fast) = super::super::json_fast::decode(h.as_bytes()) {
+                let serde = serde.map_err(|e| TestCaseError::fail(format!("serde refused what the fast path took: {e} in {h}")))?;
+                prop_assert_eq!(fast, serde, "{}", h);
+            }
+        }
     }
 
     proptest! {
