@@ -74,6 +74,29 @@ impl Dispatcher for RunCollector {
     }
 }
 
+impl RunCollector {
+    /// (topic, queue, first queue offset, unit count) of each run so far.
+    fn shape(&self) -> Vec<(String, u32, u64, usize)> {
+        let runs = self.0.lock().expect("runs lock");
+        runs.iter()
+            .map(|r| {
+                (
+                    r.topic.to_string(),
+                    r.queue_id,
+                    r.first_queue_offset,
+                    r.units.len(),
+                )
+            })
+            .collect()
+    }
+}
+
+fn shape_of(v: &[(&str, u32, u64, usize)]) -> Vec<(String, u32, u64, usize)> {
+    v.iter()
+        .map(|&(t, q, o, n)| (t.to_string(), q, o, n))
+        .collect()
+}
+
 /// Proves consecutive records of one queue become one run, and that a change of queue or
 /// topic, or a record that is not dispatched, ends it (with the right offsets and sizes).
 #[test]
@@ -101,21 +124,17 @@ fn units_of_one_queue_are_dispatched_as_runs() {
     let again = append_wait(&s, vec![record("A", 0, b"a4", "")], true).unwrap();
     w.shutdown().unwrap();
     let runs = col.0.lock().unwrap().clone();
-    let shape: Vec<(&str, u32, u64, usize)> = runs
-        .iter()
-        .map(|r| (&*r.topic, r.queue_id, r.first_queue_offset, r.units.len()))
-        .collect();
     // The "held" record neither takes a queue offset nor breaks the run of A/0 (a2, a3), but
     // the second request is a batch of its own.
     assert_eq!(
-        shape,
-        vec![
+        col.shape(),
+        shape_of(&[
             ("A", 0, 0, 2),
             ("A", 1, 0, 1),
             ("B", 1, 0, 1),
             ("A", 0, 2, 2),
             ("A", 0, 4, 1)
-        ]
+        ])
     );
     let phys: Vec<u64> = runs
         .iter()
@@ -152,19 +171,14 @@ fn records_without_a_topic_repeat_the_previous_one() {
     let after = append_wait(&s, vec![record("B", 0, b"b3", "")], true).unwrap();
     assert_eq!(after.queue_offsets, vec![2]);
     w.shutdown().unwrap();
-    let runs = col.0.lock().unwrap().clone();
-    let shape: Vec<(&str, u32, u64, usize)> = runs
-        .iter()
-        .map(|r| (&*r.topic, r.queue_id, r.first_queue_offset, r.units.len()))
-        .collect();
     assert_eq!(
-        shape,
-        vec![
+        col.shape(),
+        shape_of(&[
             ("A", 0, 0, 1),
             ("B", 0, 0, 2),
             ("B", 1, 0, 1),
             ("B", 0, 2, 1)
-        ]
+        ])
     );
 }
 

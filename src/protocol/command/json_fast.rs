@@ -47,21 +47,15 @@ pub(super) fn decode(header: &[u8]) -> Option<RemotingCommand> {
             p.eat(b':')?;
             p.ws();
             match key.as_str() {
-                "code" => {
-                    once(1)?;
-                    cmd.code = p.int()?.parse().ok()?;
-                }
-                "flag" => {
-                    once(2)?;
-                    cmd.flag = p.int()?.parse().ok()?;
-                }
-                "opaque" => {
-                    once(4)?;
-                    cmd.opaque = p.int()?.parse().ok()?;
-                }
-                "version" => {
-                    once(8)?;
-                    cmd.version = p.int()?.parse().ok()?;
+                "code" | "flag" | "opaque" | "version" => {
+                    let (bit, slot) = match key.as_str() {
+                        "code" => (1, &mut cmd.code),
+                        "flag" => (2, &mut cmd.flag),
+                        "opaque" => (4, &mut cmd.opaque),
+                        _ => (8, &mut cmd.version),
+                    };
+                    once(bit)?;
+                    *slot = p.int()?.parse().ok()?;
                 }
                 "language" => {
                     once(16)?;
