@@ -272,7 +272,7 @@ run_one() { # system workload repeat
   else
     echo "{\"workload\":\"$w\",\"system\":\"$sys\",\"repeat\":$r,\"failure\":\"exit $rc, see logs/$tag-bench.log\"}" >>"$RAW"
   fi
-  log "$tag: $(jq -r '"\(.throughput_msgs // "-") msg/s p50 \(.latency_us.p50 // "-") us p99 \(.latency_us.p99 // "-") us" + (if .failure then " FAILED: \(.failure)" else "" end)' <<<"$(tail -n1 "$RAW")")"
+  log "$tag: $(jq -r '"\(.throughput_msgs // "-") msg/s p50 \(.latency_us.p50 // "-") us p99 \(.latency_us.p99 // "-") us, host steal \(.host_steal_pct // "-" | if type == "number" then (. * 10 | round / 10 | tostring) + " %" else . end)" + (if .failure then " FAILED: \(.failure)" else "" end)' <<<"$(tail -n1 "$RAW")")"
 }
 
 # ---------------------------------------------------------------- main
@@ -351,6 +351,14 @@ for w, by in rows.items():
             return f"{x / y:.2f}x" if x is not None and y else "-"
         cells += [ratio("tp"), ratio("p99")]
     print("| " + " | ".join(cells) + " |")
+
+# Host CPU steal over the measured runs (ringmq-bench's host_steal_pct): how loaded the host was.
+steal = [r["host_steal_pct"] for by in rows.values() for runs in by.values() for r in runs
+         if r.get("host_steal_pct") is not None]
+if steal:
+    print()
+    print(f"Host CPU steal over the measured runs: median {statistics.median(steal):.1f} %, "
+          f"max {max(steal):.1f} % ({len(steal)} runs).")
 PY
 cat "$RESULTS/table.md"
 log "raw JSON lines: $RAW; table: $RESULTS/table.md"

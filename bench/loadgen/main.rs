@@ -31,7 +31,7 @@ use clap::{Parser, ValueEnum};
 use crate::pull::PullPlan;
 use crate::route::Target;
 use crate::send::SendPlan;
-use crate::stats::{lock, CpuMeter, Percentiles, Progress, Shared, Summary};
+use crate::stats::{lock, CpuMeter, Percentiles, Progress, Shared, StealMeter, Summary};
 use crate::template::{SendKind, TemplateSpec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -312,7 +312,7 @@ fn run_send(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     };
     let cpu = d.run(&sh, || send::start(&plan, &sh), a.broker_pid)?;
     s.fill_from(&sh);
-    (s.broker_cpu_pct, s.client_cpu_pct) = cpu;
+    (s.broker_cpu_pct, s.client_cpu_pct, s.host_steal_pct) = cpu;
     if let Some(before) = before {
         let after = settled_offsets(&t.broker, &a.topic, t.queues, plan.timeout)?;
         s.stored = Some(
@@ -391,7 +391,7 @@ fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     s.connections = plan.connections.min(start_offsets.len());
     // One pull in flight per queue.
     s.inflight = start_offsets.len().div_ceil(s.connections.max(1));
-    (s.broker_cpu_pct, s.client_cpu_pct) = cpu;
+    (s.broker_cpu_pct, s.client_cpu_pct, s.host_steal_pct) = cpu;
     Ok(())
 }
 
@@ -467,7 +467,7 @@ fn run_e2e(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         ));
     }
     // CPU over the measured producer phase.
-    (s.broker_cpu_pct, s.client_cpu_pct) = cpu;
+    (s.broker_cpu_pct, s.client_cpu_pct, s.host_steal_pct) = cpu;
     Ok(())
 }
 
@@ -524,9 +524,13 @@ struct Drive {
     follower: Option<Arc<Shared>>,
 }
 
+/// (broker CPU%, generator CPU%, host steal%) over the measured part of a run.
+type RunCpu = (Option<f64>, Option<f64>, Option<f64>);
+
 impl Drive {
     /// Runs until the threads finish (budget spent), the duration passes, the count is
-    /// reached, a stall, or a failure; returns (broker CPU%, generator CPU%) while measuring.
+    /// reached, a stall, or a failure; returns (broker CPU%, generator CPU%, host steal%) while
+    /// measuring.
     /// `start` connects and spawns the phase's threads; with no warm-up, recording starts
     /// before it so not a single request escapes the count.
     fn run(
@@ -534,17 +538,17 @@ impl Drive {
         sh: &Arc<Shared>,
         start: impl FnOnce() -> Result<Vec<JoinHandle<()>>, String>,
         broker_pid: Option<u32>,
-    ) -> Result<(Option<f64>, Option<f64>), String> {
+    ) -> Result<RunCpu, String> {
         let started = Instant::now();
         let warm_end = started + Duration::from_secs_f64(self.warmup.max(0.0));
-        let mut measuring: Option<(Instant, Option<CpuMeter>, CpuMeter)> = None;
+        let mut measuring: Option<(Instant, Option<CpuMeter>, CpuMeter, StealMeter)> = None;
         let begin = |now: Instant| {
             sh.start_recording();
             if let Some(f) = &self.follower {
                 f.start_recording_at(sh.record_start_ns.load(Relaxed));
             }
             let broker = broker_pid.map(|p| CpuMeter::start(&p.to_string()));
-            (now, broker, CpuMeter::start("self"))
+            (now, broker, CpuMeter::start("self"), StealMeter::start())
         };
         if self.warmup <= 0.0 {
             measuring = Some(begin(started));
@@ -558,7 +562,7 @@ impl Drive {
             if measuring.is_none() && now >= warm_end {
                 measuring = Some(begin(now));
             }
-            if let Some((from, _, _)) = &measuring {
+            if let Some((from, _, _, _)) = &measuring {
                 if self
                     .duration
                     .is_some_and(|d| now.duration_since(*from).as_secs_f64() >= d)
@@ -595,8 +599,12 @@ impl Drive {
             }
         }
         Ok(match measuring {
-            Some((_, broker, me)) => (broker.and_then(|b| b.percent()), me.percent()),
-            None => (None, None),
+            Some((_, broker, me, steal)) => (
+                broker.and_then(|b| b.percent()),
+                me.percent(),
+                steal.percent(),
+            ),
+            None => (None, None, None),
         })
     }
 }

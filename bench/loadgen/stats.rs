@@ -287,6 +287,39 @@ impl CpuMeter {
     }
 }
 
+/// The whole machine's (steal, total) jiffies from /proc/stat's first line.
+fn host_jiffies() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    // user nice system idle iowait irq softirq steal (guest time is inside user already).
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .take(8)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    (f.len() == 8).then(|| (f[7], f.iter().sum()))
+}
+
+/// CPU time the hypervisor gave to other guests while a run measured (steal), as a percentage
+/// of all vCPU time: a loaded host shows here, so a slow run can be told from a slow broker.
+pub struct StealMeter {
+    start: Option<(u64, u64)>,
+}
+
+impl StealMeter {
+    pub fn start() -> StealMeter {
+        StealMeter {
+            start: host_jiffies(),
+        }
+    }
+
+    pub fn percent(&self) -> Option<f64> {
+        let (s0, t0) = self.start?;
+        let (s1, t1) = host_jiffies()?;
+        (t1 > t0).then(|| 100.0 * s1.saturating_sub(s0) as f64 / (t1 - t0) as f64)
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Percentiles {
     pub p50: f64,
@@ -355,6 +388,8 @@ pub struct Summary {
     pub stored: Option<u64>,
     pub broker_cpu_pct: Option<f64>,
     pub client_cpu_pct: Option<f64>,
+    /// Host CPU steal over the measured run, % of all vCPU time (`StealMeter`).
+    pub host_steal_pct: Option<f64>,
     pub failure: Option<String>,
 }
 
@@ -440,9 +475,13 @@ impl Summary {
             writeln!(out, "  stored by the broker: {s} of {} written", self.count)?;
         }
         let pct = |v: Option<f64>| v.map(|v| format!("{v:.0}%")).unwrap_or("n/a".into());
+        let steal = self
+            .host_steal_pct
+            .map(|v| format!("{v:.1}%"))
+            .unwrap_or("n/a".into());
         writeln!(
             out,
-            "  CPU: broker {}, load generator {}",
+            "  CPU: broker {}, load generator {}, host steal {steal}",
             pct(self.broker_cpu_pct),
             pct(self.client_cpu_pct)
         )?;
@@ -480,6 +519,19 @@ mod tests {
         sh.fail("second".into());
         assert_eq!(sh.failure().as_deref(), Some("first"));
         assert!(sh.stopped());
+    }
+
+    #[test]
+    fn host_steal_is_a_percentage() {
+        let m = StealMeter::start();
+        let spin = Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(30) {
+            std::hint::black_box(spin.elapsed());
+        }
+        let p = m
+            .percent()
+            .expect("/proc/stat readable and the clock advanced");
+        assert!((0.0..=100.0).contains(&p), "{p}");
     }
 
     #[test]
