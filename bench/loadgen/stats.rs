@@ -289,7 +289,10 @@ impl CpuMeter {
 
 /// The whole machine's (steal, total) jiffies from /proc/stat's first line.
 fn host_jiffies() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_host_jiffies(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+fn parse_host_jiffies(stat: &str) -> Option<(u64, u64)> {
     let line = stat.lines().next()?.strip_prefix("cpu ")?;
     // user nice system idle iowait irq softirq steal (guest time is inside user already).
     let f: Vec<u64> = line
@@ -519,6 +522,14 @@ mod tests {
         sh.fail("second".into());
         assert_eq!(sh.failure().as_deref(), Some("first"));
         assert!(sh.stopped());
+    }
+
+    #[test]
+    fn host_jiffies_take_steal_and_the_first_eight_fields() {
+        let stat = "cpu  100 2 30 800 40 0 8 20 50 0\ncpu0 50 1 15 400 20 0 4 10 25 0\n";
+        assert_eq!(parse_host_jiffies(stat), Some((20, 1000)));
+        assert_eq!(parse_host_jiffies("cpu0 1 2 3 4 5 6 7 8\n"), None);
+        assert_eq!(parse_host_jiffies("cpu  1 2 3\n"), None);
     }
 
     #[test]

@@ -16,9 +16,12 @@ use super::ProtocolError;
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
 fn push_hex(dst: &mut String, bytes: &[u8]) {
-    for b in bytes {
-        dst.push(HEX_UPPER[(b >> 4) as usize] as char);
-        dst.push(HEX_UPPER[(b & 0xF) as usize] as char);
+    let mut hex = [0u8; 32];
+    for chunk in bytes.chunks(16) {
+        let out = &mut hex[..2 * chunk.len()];
+        hex_into(out, chunk);
+        // Every byte is an ASCII digit from HEX_UPPER: never the empty fallback.
+        dst.push_str(std::str::from_utf8(out).unwrap_or_default());
     }
 }
 
@@ -66,7 +69,7 @@ pub fn push_offset_msg_ids(dst: &mut String, store_host: SocketAddr, phy_offsets
     let mut id = [b','; 1 + 40 + 16];
     hex_into(&mut id[1..1 + host_hex], &raw[..ip_len + 4]);
     let end = 1 + host_hex + 16;
-    dst.reserve(phy_offsets.len() * (end - 1) + phy_offsets.len());
+    dst.reserve(phy_offsets.len() * end);
     for (i, phy) in phy_offsets.iter().enumerate() {
         hex_into(&mut id[1 + host_hex..end], &phy.to_be_bytes());
         let from = usize::from(i == 0);
@@ -243,7 +246,7 @@ mod tests {
         );
     }
 
-    /// IPv6 ids are 56 hex chars and round-trip.
+    /// A batch's joined ids are the single ids joined by ',', for both address families.
     #[test]
     fn joined_ids_match_one_by_one() {
         for host in ["10.0.0.7:10911", "[2001:db8::1]:30911"] {
@@ -260,6 +263,7 @@ mod tests {
         }
     }
 
+    /// IPv6 ids are 56 hex chars and round-trip.
     #[test]
     fn offset_msg_id_ipv6_round_trip() {
         let addr: SocketAddr = "[fe80::1:2]:10911".parse().unwrap();

@@ -145,7 +145,7 @@ pub async fn serve<H: Handler>(
                     want = (want * 2).min(READ_CHUNK);
                 } else if n < want / 4 && want > READ_CHUNK_INITIAL {
                     // Back down when reads stay small again (e.g. a fixed-rate producer after a
-                    // burst): every read zeroes `want` bytes of rbuf first.
+                    // burst): a read through glommio zeroes `want` bytes of rbuf first.
                     want = (want / 2).max(READ_CHUNK_INITIAL);
                 }
                 if let Err(e) = dispatch_frames(&mut rbuf, &handler, &info, &shared, limits) {

@@ -35,20 +35,19 @@ pub(super) fn decode(header: &[u8]) -> Option<RemotingCommand> {
         seen |= bit;
         (!dup).then_some(())
     };
-    let mut key = String::new();
     p.ws();
     p.eat(b'{')?;
     p.ws();
     if !p.try_eat(b'}') {
         loop {
-            key.clear();
-            p.string_into(&mut key)?;
+            // A key with an escape in it is left to serde (no client sends one).
+            let key = p.plain_string()?;
             p.ws();
             p.eat(b':')?;
             p.ws();
-            match key.as_str() {
+            match key {
                 "code" | "flag" | "opaque" | "version" => {
-                    let (bit, slot) = match key.as_str() {
+                    let (bit, slot) = match key {
                         "code" => (1, &mut cmd.code),
                         "flag" => (2, &mut cmd.flag),
                         "opaque" => (4, &mut cmd.opaque),
@@ -96,7 +95,7 @@ struct Parser<'a> {
     pos: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.pos).copied()
     }
@@ -127,6 +126,20 @@ impl Parser<'_> {
 
     fn try_null(&mut self) -> bool {
         self.try_literal("null")
+    }
+
+    /// A JSON string without escapes or control characters, as the slice between its quotes.
+    /// `None`, with nothing consumed, for any other string or for no string at all.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        let start = self.pos;
+        let text: &'a str = self.text;
+        let rest = text.as_bytes().get(start..)?.strip_prefix(b"\"")?;
+        let end = memchr::memchr2(b'"', b'\\', rest)?;
+        let plain = rest[end] == b'"' && !rest[..end].iter().any(|&b| b < 0x20);
+        plain.then(|| {
+            self.pos = start + 1 + end + 1;
+            &text[start + 1..start + 1 + end]
+        })
     }
 
     /// A JSON string, unescaped and appended to `out`.
@@ -298,7 +311,11 @@ impl Parser<'_> {
     /// An unknown field's value, if it is a string, integer, boolean or null.
     fn skip_scalar(&mut self) -> Option<()> {
         match self.peek()? {
-            b'"' => self.string_into(&mut String::new()),
+            // Allocates only for a string with escapes.
+            b'"' => self
+                .plain_string()
+                .map(|_| ())
+                .or_else(|| self.string_into(&mut String::new())),
             b'n' => self.try_null().then_some(()),
             b't' => self.try_literal("true").then_some(()),
             b'f' => self.try_literal("false").then_some(()),

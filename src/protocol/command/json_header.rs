@@ -9,7 +9,7 @@ use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::{RemotingCommand, SerializeType};
 use crate::protocol::codes::{language_code, language_name, LANGUAGE_OTHER};
@@ -30,26 +30,6 @@ struct JsonHeaderIn {
     remark: Option<String>,
     #[serde(default, rename = "extFields")]
     ext_fields: Option<ExtFieldsIn>,
-}
-
-/// Field order is alphabetical because fastjson sorts, so our bytes look like Java's (and hit
-/// rocketmq-rust's fast "Java layout" parser). `language` and `serializeTypeCurrentRPC` must be
-/// present: rocketmq-rust treats both as required. `encode` writes these bytes by hand; this
-/// serde form is the reference its tests compare against.
-#[cfg_attr(not(test), allow(dead_code))]
-#[derive(Serialize)]
-struct JsonHeaderOut<'a> {
-    code: i32,
-    #[serde(rename = "extFields")]
-    ext_fields: &'a super::ExtFields,
-    flag: i32,
-    language: &'static str,
-    opaque: i32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    remark: Option<&'a str>,
-    #[serde(rename = "serializeTypeCurrentRPC")]
-    serialize_type_current_rpc: &'static str,
-    version: i32,
 }
 
 pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
@@ -82,9 +62,12 @@ fn decode_serde(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
     })
 }
 
-/// Writes the same bytes serde_json writes for [`JsonHeaderOut`], by hand: every response goes
-/// through here, and serde_json's byte-at-a-time escaping of a batch's 32 message ids was ~3 %
-/// of a shard's time under batch sends. Strings without a byte that needs escaping (control
+/// Writes fastjson's shape by hand: fields sorted by name, as fastjson sorts, so our bytes look
+/// like Java's (and hit rocketmq-rust's fast "Java layout" parser); `language` and
+/// `serializeTypeCurrentRPC` always present (rocketmq-rust requires both); a null remark
+/// omitted. The bytes are exactly what serde_json writes for the tests' `JsonHeaderOut`. By
+/// hand because every response goes through here, and serde_json's byte-at-a-time escaping of
+/// a batch's 32 message ids was ~3 % of a shard's time under batch sends. Strings without a byte that needs escaping (control
 /// characters, `"` and `\`; the usual case) are copied as they are; others go through
 /// serde_json's escaper, so the output never differs.
 pub(super) fn encode(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), ProtocolError> {
@@ -276,6 +259,25 @@ mod tests {
 
     use super::*;
     use crate::protocol::command::ExtFields;
+
+    /// Field order is alphabetical because fastjson sorts, so our bytes look like Java's (and hit
+    /// rocketmq-rust's fast "Java layout" parser). `language` and `serializeTypeCurrentRPC` must be
+    /// present: rocketmq-rust treats both as required. `encode` writes these bytes by hand; this
+    /// serde form is the reference it is compared against.
+    #[derive(serde::Serialize)]
+    struct JsonHeaderOut<'a> {
+        code: i32,
+        #[serde(rename = "extFields")]
+        ext_fields: &'a ExtFields,
+        flag: i32,
+        language: &'static str,
+        opaque: i32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        remark: Option<&'a str>,
+        #[serde(rename = "serializeTypeCurrentRPC")]
+        serialize_type_current_rpc: &'static str,
+        version: i32,
+    }
 
     fn serde_reference(cmd: &RemotingCommand) -> Vec<u8> {
         let out = JsonHeaderOut {
