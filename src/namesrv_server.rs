@@ -4,7 +4,6 @@
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
@@ -17,6 +16,7 @@ use crate::remoting::connection::{serve, ConnLimits};
 use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound};
 use crate::runtime::net::{bind_reuseport, Listener};
 use crate::runtime::{self, mailbox, MailboxSender, ShardPlacement};
+use crate::store::SegmentRange;
 
 struct NamesrvHandler {
     core: RefCell<NameServer>,
@@ -37,7 +37,7 @@ impl Handler for NamesrvHandler {
         self.core.borrow_mut().on_connection_closed(conn.id);
     }
 
-    fn open_range(&self, _phy: u64, _size: u32) -> std::io::Result<(OwnedFd, u64)> {
+    fn open_range(&self, _phy: u64, _size: u32) -> std::io::Result<SegmentRange> {
         Err(std::io::Error::other("the name server has no commit log"))
     }
 }

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use hostile_support::{broker_sample, fill_backlog, still_serves, wait_settled, ProcSample};
+use hostile_support::{
+    broker_sample, fill_backlog_scattered, still_serves, wait_settled, ProcSample,
+};
 use raw_support::{pull_cmd, send_cmd, Conn, RawBroker};
 
 /// Anonymous memory a case may leave behind (allocator caches, grown tables).
@@ -162,7 +164,9 @@ fn slowloris_partial_frames_do_not_stall_others() {
 #[test]
 fn a_client_that_never_reads_is_bounded_and_others_keep_working() {
     let (b, base) = warmed_broker();
-    fill_backlog(&b, "HogT", 0, 600, 4096);
+    // Queue 0's records lie between queue 3's: the hog's answers go through the shard's pipe,
+    // which its full socket then holds while everyone else must fall back to sendfile.
+    fill_backlog_scattered(&b, "HogT", &[0, 3], 600, 4096);
     // The hog pipelines pulls (128 KiB answers each) and sends and never reads a byte.
     let addr = b.broker;
     let stop = Arc::new(AtomicBool::new(false));
@@ -239,10 +243,11 @@ fn a_client_that_never_reads_is_bounded_and_others_keep_working() {
 #[test]
 fn connections_reset_mid_pull_are_cleaned_up() {
     let (b, base) = warmed_broker();
-    fill_backlog(&b, "RstT", 2, 600, 4096);
+    // Scattered records: the resets land mid-splice as well as mid-sendfile.
+    fill_backlog_scattered(&b, "RstT", &[2, 3], 600, 4096);
     for round in 0..20 {
         let mut c = Conn::connect(b.broker);
-        // 40 pulls of 32 x 4 KiB each: ~5 MiB the broker starts sending with sendfile.
+        // 40 pulls of 32 x 4 KiB each: ~5 MiB the broker starts sending through the pipe.
         for k in 0..40i64 {
             c.send(pull_cmd("RstT", 2, (k * 13 + round) % 560, 0));
         }

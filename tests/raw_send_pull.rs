@@ -112,3 +112,51 @@ fn parked_pull_times_out_with_not_found() {
     assert_eq!(r.code, response_code::PULL_NOT_FOUND);
     assert!(t0.elapsed() >= Duration::from_millis(450));
 }
+
+/// Two queues written in turn: each record of queue 1 sits apart from the next in the commit
+/// log, so a pull answers with one sendfile per record (the corked path). Pulls are pipelined,
+/// with a small response queued between them, so responses leave back to back on the wire.
+/// Every response must still frame and decode byte for byte, in request order.
+#[test]
+fn scattered_records_pipelined_pulls_frame_exactly() {
+    let b = RawBroker::start(&[]);
+    let mut c = Conn::connect(b.broker);
+    let mut sent = Vec::new();
+    for i in 0..64 {
+        for q in [1, 2] {
+            let body = format!("q{q}-{i}-{}", "y".repeat(i * 37 % 900));
+            let r = c.call(send_cmd("ScatT", q, body.as_bytes(), ""));
+            assert_eq!(r.code, 0, "send failed: {:?}", r.remark);
+            if q == 1 {
+                sent.push(body);
+            }
+        }
+    }
+    // Queue 1 from offsets 0 and 32 (32 records each), and a heartbeat-sized request between.
+    let first = c.send(pull_cmd("ScatT", 1, 0, 0));
+    let middle = c.send(RemotingCommand::new_request(
+        request_code::GET_BROKER_RUNTIME_INFO,
+    ));
+    let second = c.send(pull_cmd("ScatT", 1, 32, 0));
+    let mut got = Vec::new();
+    let mut order = Vec::new();
+    while order.len() < 3 {
+        let r = c.read().expect("connection closed");
+        assert!(r.is_response());
+        order.push(r.opaque);
+        if r.opaque == middle {
+            assert_eq!(r.code, 0);
+            continue;
+        }
+        assert_eq!(r.code, 0, "pull: {:?}", r.remark);
+        let recs = records(&r.body);
+        assert_eq!(recs.len(), 32, "a full batch of scattered records");
+        for rec in recs {
+            assert_eq!((rec.topic, rec.queue_id), ("ScatT", 1));
+            assert_eq!(rec.queue_offset, got.len() as i64);
+            got.push(String::from_utf8(rec.body.to_vec()).unwrap());
+        }
+    }
+    assert_eq!(order, vec![first, middle, second]);
+    assert_eq!(got, sent);
+}

@@ -1,13 +1,13 @@
 //! The broker's dispatch table: request code -> handler, and the one place a `BrokerError`
 //! becomes a response (code from `BrokerError::response_code`, remark = the error text).
 
-use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
 use crate::broker::{admin, clients, offsets, pull, query, retry, send, BrokerError, Shard};
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
 use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound};
+use crate::store::SegmentRange;
 
 pub struct BrokerHandler {
     pub shard: Rc<Shard>,
@@ -112,22 +112,12 @@ impl Handler for BrokerHandler {
         let _ = self.shard.mesh.post(0, job);
     }
 
-    fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<(OwnedFd, u64)> {
-        let mut reader = self.shard.reader.borrow_mut();
-        let (fd, off) = reader
+    fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<SegmentRange> {
+        self.shard
+            .reader
+            .borrow_mut()
             .locate(phy_offset, size)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        // A private duplicate: the reader may evict (close) its copy while sendfile waits.
-        // SAFETY: `fd` is open (the reader holds it); dup returns a new fd we own or -1.
-        let dup = unsafe { libc::dup(fd) };
-        if dup < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `dup` is a fresh fd owned by nobody else.
-        Ok((
-            unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(dup) },
-            off,
-        ))
+            .map_err(|e| std::io::Error::other(e.to_string()))
     }
 }
 

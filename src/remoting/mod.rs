@@ -61,13 +61,10 @@ pub trait Handler: 'static {
     /// The connection closed (peer gone, error, or shutdown).
     fn closed(self: Rc<Self>, conn: &ConnInfo);
 
-    /// Reads commit-log ranges for zero-copy bodies: returns an fd the caller may use for the
-    /// duration of one sendfile (the caller closes it) and the byte offset in that file.
-    fn open_range(
-        &self,
-        phy_offset: u64,
-        size: u32,
-    ) -> std::io::Result<(std::os::fd::OwnedFd, u64)>;
+    /// Opens a commit-log range for a zero-copy body: the handle keeps the segment's file and
+    /// mapping alive for the duration of the write.
+    fn open_range(&self, phy_offset: u64, size: u32)
+        -> std::io::Result<crate::store::SegmentRange>;
 }
 
 /// Encodes a command into a frame, logging (not panicking) if it cannot be encoded.

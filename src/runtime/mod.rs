@@ -9,6 +9,7 @@
 
 pub mod mailbox;
 pub mod net;
+mod splice;
 
 use std::future::Future;
 use std::io;

@@ -17,7 +17,7 @@ use bytes::BytesMut;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use socket2::{Domain, Protocol, Socket, Type};
 
-/// Bytes the process has handed to `sendfile` (zero-copy) and bytes of message data that went
+/// Bytes the process has handed to `sendfile` or `splice` (zero-copy) and bytes of message data that went
 /// through a user-space buffer instead (the one-byte fallbacks). Exposed for metrics and for the
 /// test that proves pulls are zero-copy.
 pub static SENDFILE_BYTES: AtomicU64 = AtomicU64::new(0);
@@ -134,6 +134,59 @@ impl Stream {
         self.inner.write_all(buf).await
     }
 
+    /// Writes `buf` with MSG_MORE: the kernel holds it until the next write without the flag
+    /// (a sendfile's last chunk, or [`Stream::set_cork`] off), so a pull response's header
+    /// and its zero-copy body leave as one segment and wake the reader once, not twice.
+    /// Whatever the socket does not take at once goes through [`Stream::write_all`], which
+    /// pushes: correct, only without the merge.
+    pub async fn write_all_more(&mut self, buf: &[u8]) -> io::Result<()> {
+        let mut sent = 0;
+        while sent < buf.len() {
+            let rest = &buf[sent..];
+            // SAFETY: `rest` is a valid, initialized slice for the duration of the call.
+            let r = unsafe {
+                libc::send(
+                    self.inner.as_raw_fd(),
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_MORE | libc::MSG_NOSIGNAL,
+                )
+            };
+            if r >= 0 {
+                sent += r as usize;
+                continue;
+            }
+            let err = io::Error::last_os_error();
+            match err.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => return self.inner.write_all(rest).await,
+                _ => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    /// TCP_CORK on or off. On: full segments only, so a response written as many sendfiles
+    /// (records of one queue scattered in the commit log) is not pushed once per record.
+    /// Off: pushes whatever is held.
+    pub fn set_cork(&self, on: bool) -> io::Result<()> {
+        let v: libc::c_int = on.into();
+        // SAFETY: setsockopt with a pointer to a live c_int and its size.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.inner.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_CORK,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Sends `len` bytes of `file` starting at `offset` straight from the page cache.
     /// The caller keeps `file` open until this returns.
     pub async fn sendfile_all(&mut self, file: RawFd, offset: u64, len: usize) -> io::Result<()> {
@@ -178,6 +231,49 @@ impl Stream {
             }
         }
         Ok(())
+    }
+
+    /// Writes `ranges` (bytes inside read-only commit-log mappings) zero-copy through the shard
+    /// thread's pipe: vmsplice in, splice out, two syscalls per pipe-full however many ranges
+    /// there are (see [`super::splice`]). A full socket costs one byte through glommio's write
+    /// path, as in [`Stream::sendfile_all`]. Returns `Ok(false)`, having written nothing, when
+    /// no pipe is free; the caller then uses sendfile per range.
+    pub async fn splice_all(&mut self, ranges: &[&[u8]]) -> io::Result<bool> {
+        let Some(pipe) = super::splice::take() else {
+            return Ok(false);
+        };
+        let sock = self.inner.as_raw_fd();
+        let total: usize = ranges.iter().map(|r| r.len()).sum();
+        let (mut cursor, mut sent) = ((0, 0), 0);
+        while sent < total {
+            let filled = pipe.fill(ranges, &mut cursor)?;
+            if filled == 0 {
+                return Err(io::Error::other(
+                    "vmsplice took no bytes into an empty pipe",
+                ));
+            }
+            let mut left = filled;
+            while left > 0 {
+                match pipe.drain_to(sock, left, sent + left < total) {
+                    Ok(n) => {
+                        SENDFILE_BYTES.fetch_add(n as u64, Ordering::Relaxed);
+                        left -= n;
+                        sent += n;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        // Socket full: one byte through the normal path waits for room.
+                        let b = [pipe.read_byte()?];
+                        self.inner.write_all(&b).await?;
+                        SENDFILE_FALLBACK_BYTES.fetch_add(1, Ordering::Relaxed);
+                        left -= 1;
+                        sent += 1;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        super::splice::give_back(pipe);
+        Ok(true)
     }
 
     pub async fn flush(&mut self) -> io::Result<()> {

@@ -26,5 +26,5 @@ pub use commit_log::CommitLog;
 pub use config::{FlushDiskType, StoreConfig};
 pub use error::StoreError;
 pub use files::Checkpoint;
-pub use reader::CommitLogReader;
+pub use reader::{CommitLogReader, SegmentRange};
 pub use recovery::{open, OpenedStore};

@@ -6,8 +6,8 @@
 //! itself); a deleted segment (retention) reads as `OffsetNotFound`.
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memmap2::{Mmap, MmapOptions};
 
@@ -18,9 +18,28 @@ use crate::store::StoreError;
 
 struct CachedSegment {
     start: u64,
-    file: File,
-    map: Mmap,
+    /// File and mapping are shared with in-progress zero-copy writes, so evicting the segment
+    /// never closes an fd or unmaps memory they still use.
+    file: Arc<File>,
+    map: Arc<Mmap>,
     last_use: u64,
+}
+
+/// One commit-log range handed to a zero-copy write: the segment's file (for sendfile) and
+/// mapping (for vmsplice), kept alive by this handle, and where the range starts in them.
+pub struct SegmentRange {
+    pub file: Arc<File>,
+    map: Arc<Mmap>,
+    pub offset: u64,
+    pub len: u32,
+}
+
+impl SegmentRange {
+    /// The range's bytes in the read-only mapping.
+    pub fn bytes(&self) -> &[u8] {
+        let start = self.offset as usize;
+        &self.map[start..start + self.len as usize]
+    }
 }
 
 pub struct CommitLogReader {
@@ -75,8 +94,8 @@ impl CommitLogReader {
         }
         let seg = CachedSegment {
             start,
-            file,
-            map,
+            file: Arc::new(file),
+            map: Arc::new(map),
             last_use: self.tick,
         };
         if self.cache.len() == READER_CACHE_SEGMENTS {
@@ -96,11 +115,17 @@ impl CommitLogReader {
         Ok(&self.cache[i].map[off..off + size as usize])
     }
 
-    /// For sendfile: the segment's raw fd and the byte offset inside it (valid while the reader
-    /// lives and the segment stays cached).
-    pub fn locate(&mut self, phy_offset: u64, size: u32) -> Result<(RawFd, u64), StoreError> {
+    /// For zero-copy writes: a handle on the range that stays valid even if the cache evicts
+    /// the segment meanwhile (no dup per range).
+    pub fn locate(&mut self, phy_offset: u64, size: u32) -> Result<SegmentRange, StoreError> {
         let (i, off) = self.segment(phy_offset, size)?;
-        Ok((self.cache[i].file.as_raw_fd(), off as u64))
+        let seg = &self.cache[i];
+        Ok(SegmentRange {
+            file: seg.file.clone(),
+            map: seg.map.clone(),
+            offset: off as u64,
+            len: size,
+        })
     }
 
     /// Start of the oldest segment on disk (0 for an empty store).

@@ -96,6 +96,25 @@ pub fn fill_backlog(b: &RawBroker, topic: &str, queue: i32, n: usize, size: usiz
     n as i64
 }
 
+/// Like [`fill_backlog`] but sends to `queues` in turn, so each queue's records lie apart in the
+/// commit log and a pull answers with one range per record (the pipe path, not one sendfile).
+pub fn fill_backlog_scattered(b: &RawBroker, topic: &str, queues: &[i32], n: usize, size: usize) {
+    let mut c = Conn::connect(b.broker);
+    let body = vec![b's'; size];
+    for round in 0..n.div_ceil(64) {
+        let window = (n - round * 64).min(64);
+        for _ in 0..window {
+            for &q in queues {
+                c.send(send_cmd(topic, q, &body, ""));
+            }
+        }
+        for _ in 0..window * queues.len() {
+            let r = c.read().expect("broker closed during backlog fill");
+            assert_eq!(r.code, 0, "backlog send failed: {:?}", r.remark);
+        }
+    }
+}
+
 /// Pulls (topic, queue) from offset 0 until PULL_NOT_FOUND and returns every body in order.
 pub fn drain_queue(c: &mut Conn, topic: &str, queue: i32, within: Duration) -> Vec<Vec<u8>> {
     let deadline = Instant::now() + within;
