@@ -13,7 +13,7 @@
 # Environment knobs (defaults in brackets):
 #   DURATION [10]  measured seconds per run     WARMUP [2]     unmeasured seconds first
 #   REPEATS  [3]   pairs per workload           BACKLOG [1000000] W4 prefill/drain size
-#   QUEUES   [8]   topic queues                 WORKLOADS ["W1 W2 W3 W4 W5 W6 W7"]; also C1 C2 C4
+#   QUEUES   [8]   topic queues                 WORKLOADS ["W1 W2 W3 W4 W4s W5 W6 W7"]; also C1 C2 C4
 #   SYSTEMS  ["ringmq peer"]                    RESULTS [bench/results/<timestamp>]
 #   PEER [~/.cache/ringmq-peer]  SKIP_BUILD [0] (1 = use existing binaries)
 #   PEER_BUILD_WAIT [3600] seconds  BENCH, RINGMQ: binaries (default: $CARGO_TARGET_DIR/release/)
@@ -32,7 +32,7 @@ WARMUP=${WARMUP:-2}
 REPEATS=${REPEATS:-3}
 BACKLOG=${BACKLOG:-1000000}
 QUEUES=${QUEUES:-8}
-WORKLOADS=${WORKLOADS:-"W1 W2 W3 W4 W5 W6 W7"}
+WORKLOADS=${WORKLOADS:-"W1 W2 W3 W4 W4s W5 W6 W7"}
 SYSTEMS=${SYSTEMS:-"ringmq peer"}
 RESULTS=${RESULTS:-$REPO/bench/results/$(date +%Y%m%d-%H%M%S)}
 TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
@@ -215,6 +215,9 @@ case_of() {
     W2) echo "ASYNC_FLUSH|send --inflight 16 $common" ;;
     W3) echo "ASYNC_FLUSH|batch --batch 32 --inflight 16 $common" ;;
     W4) echo "ASYNC_FLUSH|pull --prefill $BACKLOG --inflight 16 --batch 32" ;;
+    # W4 with the backlog written by single sends over all queues: each queue's records lie
+    # apart in the commit log, as producers that spread messages over queues leave them.
+    W4s) echo "ASYNC_FLUSH|pull --prefill $BACKLOG --prefill-batch 1 --inflight 16 --batch 32" ;;
     W5-1k) echo "ASYNC_FLUSH|e2e --rate 1000 $common" ;;
     W5-10k) echo "ASYNC_FLUSH|e2e --rate 10000 $common" ;;
     W5-50k) echo "ASYNC_FLUSH|e2e --rate 50000 $common" ;;

@@ -99,6 +99,11 @@ struct Args {
     /// Pull mode: first store this many messages with batch sends, then drain them.
     #[arg(long, default_value_t = 0)]
     prefill: u64,
+    /// Messages per send request in the pull prefill (default: --batch). With 1, single sends
+    /// go queue after queue, so each queue's records lie apart in the commit log, as producers
+    /// that spread messages over queues leave them; with a batch they lie together.
+    #[arg(long)]
+    prefill_batch: Option<usize>,
     /// Print the summary as one JSON line on stdout (the text goes to stderr).
     #[arg(long)]
     json: bool,
@@ -205,6 +210,9 @@ fn run_plot(a: &Args) -> i32 {
 fn validate(a: &Args) -> Result<(), String> {
     if a.connections == 0 || a.consumers == 0 || a.inflight == 0 || a.batch == 0 {
         return Err("--connections, --consumers, --inflight and --batch must be >= 1".into());
+    }
+    if a.prefill_batch == Some(0) {
+        return Err("--prefill-batch must be >= 1".into());
     }
     if a.inflight > 65_536 {
         return Err("--inflight above 65536 is not supported".into());
@@ -330,7 +338,11 @@ fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     let timeout = Duration::from_secs_f64(a.timeout);
     let start_offsets = if a.prefill > 0 {
         let offs = route::queue_offsets(&t.broker, &a.topic, t.queues, false, timeout)?;
-        let mut plan = send_plan(a, t, SendKind::Batch(a.batch));
+        let kind = match a.prefill_batch.unwrap_or(a.batch) {
+            1 => SendKind::Single,
+            b => SendKind::Batch(b),
+        };
+        let mut plan = send_plan(a, t, kind);
         plan.inflight = a.inflight.max(16);
         plan.rate = None;
         let sh = Shared::new(Instant::now(), Some(a.prefill));
