@@ -217,6 +217,17 @@ fn a_client_that_never_reads_is_bounded_and_others_keep_working() {
             }
         }
     }
+    // Scattered records for the good client too, while the hog's stalled response likely holds
+    // the shard's pipe: whichever path serves them (pipe, or sendfile under TCP_CORK), they
+    // arrive whole and in order.
+    let r = c.call(pull_cmd("HogT", 3, 0, 0));
+    assert_eq!(r.code, 0, "scattered pull next to a hog: {:?}", r.remark);
+    let recs = raw_support::records(&r.body);
+    assert_eq!(recs.len(), 32);
+    for (i, rec) in recs.iter().enumerate() {
+        assert_eq!((rec.queue_id, rec.queue_offset), (3, i as i64));
+        assert!(rec.body.len() == 4096 && rec.body.iter().all(|&x| x == b's'));
+    }
     std::thread::sleep(Duration::from_millis(500));
     let s = broker_sample(&b);
     stop.store(true, Ordering::Relaxed);

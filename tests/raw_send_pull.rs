@@ -160,3 +160,50 @@ fn scattered_records_pipelined_pulls_frame_exactly() {
     assert_eq!(order, vec![first, middle, second]);
     assert_eq!(got, sent);
 }
+
+/// A consumer whose socket is full stalls its response inside the pipe write and keeps the
+/// shard's pipe; another consumer's scattered pull must then go out by sendfile (under
+/// TCP_CORK) and arrive whole. Once the first consumer reads, its stalled responses resume and
+/// arrive whole and in order too.
+#[test]
+fn a_stalled_consumer_holding_the_pipe_does_not_corrupt_others() {
+    let b = RawBroker::start(&[]);
+    let mut c = Conn::connect(b.broker);
+    let body = |q: i32, i: i64| vec![(i * 7 + i64::from(q)) as u8; 16 * 1024];
+    const N: i64 = 200;
+    for i in 0..N {
+        for q in [1, 2] {
+            let r = c.call(send_cmd("StallPipeT", q, &body(q, i), ""));
+            assert_eq!(r.code, 0, "send failed: {:?}", r.remark);
+        }
+    }
+    // ~10 MB of scattered responses to a reader that does not read yet: more than its receive
+    // buffer, the broker's send buffer (at most 4 MiB) and the pipe together, so the broker's
+    // writer for it stalls mid-response. (A tiny SO_RCVBUF would not do: the loopback MSS is
+    // 64 KiB, and a window below it leaves the sender on zero-window probes for minutes.)
+    let mut slow = Conn::connect(b.broker);
+    let starts: Vec<i64> = (0..3).flat_map(|_| (0..N).step_by(15)).collect();
+    for &o in &starts {
+        slow.send(pull_cmd("StallPipeT", 1, o, 0));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let r = c.call(pull_cmd("StallPipeT", 2, 0, 0));
+    assert_eq!(r.code, 0, "pull next to a stalled consumer: {:?}", r.remark);
+    let recs = records(&r.body);
+    assert!(!recs.is_empty());
+    for (i, rec) in recs.iter().enumerate() {
+        assert_eq!((rec.queue_id, rec.queue_offset), (2, i as i64));
+        assert_eq!(rec.body, &body(2, i as i64)[..]);
+    }
+    for &o in &starts {
+        let r = slow.read().expect("stalled consumer's response");
+        assert_eq!(r.code, 0, "stalled pull: {:?}", r.remark);
+        let recs = records(&r.body);
+        assert!(!recs.is_empty());
+        for (k, rec) in recs.iter().enumerate() {
+            let qo = o + k as i64;
+            assert_eq!((rec.queue_id, rec.queue_offset), (1, qo));
+            assert_eq!(rec.body, &body(1, qo)[..]);
+        }
+    }
+}
