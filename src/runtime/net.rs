@@ -237,7 +237,8 @@ impl Stream {
     /// thread's pipe: vmsplice in, splice out, two syscalls per pipe-full however many ranges
     /// there are (see [`super::splice`]). A full socket costs one byte through glommio's write
     /// path, as in [`Stream::sendfile_all`]. Returns `Ok(false)`, having written nothing, when
-    /// no pipe is free; the caller then uses sendfile per range.
+    /// no pipe is free, or when vmsplice itself fails (the shard then stops using the pipe); the
+    /// caller then uses sendfile per range.
     pub async fn splice_all(&mut self, ranges: &[&[u8]]) -> io::Result<bool> {
         let Some(pipe) = super::splice::take() else {
             return Ok(false);
@@ -246,7 +247,15 @@ impl Stream {
         let total: usize = ranges.iter().map(|r| r.len()).sum();
         let (mut cursor, mut sent) = ((0, 0), 0);
         while sent < total {
-            let filled = pipe.fill(ranges, &mut cursor)?;
+            let filled = match pipe.fill(ranges, &mut cursor) {
+                Ok(n) => n,
+                // Nothing sent yet: the caller can still use sendfile for this response.
+                Err(e) if sent == 0 => {
+                    super::splice::disable(pipe, &e);
+                    return Ok(false);
+                }
+                Err(e) => return Err(e),
+            };
             if filled == 0 {
                 return Err(io::Error::other(
                     "vmsplice took no bytes into an empty pipe",

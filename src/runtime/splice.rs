@@ -31,6 +31,8 @@ enum Slot {
     Free(Pipe),
     /// A task holds it.
     Lent,
+    /// vmsplice failed before any byte moved (a kernel or sandbox without it): sendfile only.
+    Disabled,
 }
 
 thread_local! {
@@ -50,6 +52,10 @@ pub(super) fn take() -> Option<Pipe> {
         let pipe = match std::mem::replace(&mut *s, Slot::Lent) {
             Slot::Free(p) => p,
             Slot::Lent => return None,
+            Slot::Disabled => {
+                *s = Slot::Disabled;
+                return None;
+            }
             Slot::Unopened => match Pipe::open() {
                 Ok(p) => p,
                 Err(e) => {
@@ -61,6 +67,14 @@ pub(super) fn take() -> Option<Pipe> {
         };
         Some(pipe)
     })
+}
+
+/// Gives the pipe up for good on this thread: vmsplice itself failed, so every later response
+/// would fail the same way. Logged once per thread.
+pub(super) fn disable(p: Pipe, err: &io::Error) {
+    tracing::warn!(error = %err, "vmsplice failed; this shard writes pulls with sendfile only");
+    SLOT.with(|s| *s.borrow_mut() = Slot::Disabled);
+    drop(p);
 }
 
 /// Returns the pipe, empty, for the next response.
@@ -214,6 +228,19 @@ mod tests {
         drop(again);
         let fresh = take().expect("a new pipe after a drop");
         give_back(fresh);
+    }
+
+    /// After `disable` (vmsplice refused) the thread hands out no pipe again.
+    #[test]
+    fn a_disabled_thread_gets_no_pipe() {
+        std::thread::spawn(|| {
+            let p = take().expect("pipe");
+            disable(p, &io::Error::from_raw_os_error(libc::EPERM));
+            assert!(take().is_none());
+            assert!(take().is_none());
+        })
+        .join()
+        .unwrap();
     }
 
     /// Scattered slices go through the pipe in order, across several fills when the pipe is
