@@ -16,10 +16,15 @@ use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// Requested pipe capacity: 256 page slots, enough for a pull of 32 records of up to ~28 KiB
-/// (one slot per page a record touches) in one vmsplice. Without CAP_SYS_RESOURCE the kernel may
+/// Requested pipe capacity: 256 page slots (one per page a range touches). A pull answers with at
+/// most MAX_PULL_BYTES (256 KiB) in at most MAX_PULL_MSGS (32) records, which touch at most
+/// 64 + 32 pages, so one vmsplice takes a whole response. Without CAP_SYS_RESOURCE the kernel may
 /// refuse more than /proc/sys/fs/pipe-max-size; the default 16 slots then just means more rounds.
 const PIPE_BYTES: libc::c_int = 1 << 20;
+const _: () = assert!(
+    (crate::constants::MAX_PULL_BYTES / 4096 + crate::constants::MAX_PULL_MSGS) * 4096
+        <= PIPE_BYTES as usize
+);
 
 /// vmsplice takes at most IOV_MAX (1024) segments per call.
 const MAX_IOVECS: usize = 1024;
