@@ -26,15 +26,7 @@ use crate::protocol::frame::split_frame;
 use crate::protocol::RemotingCommand;
 use crate::runtime::net::Stream;
 use crate::runtime::{self, MailboxReceiver, SendError};
-
-/// Zero-copy responses with at least this many commit-log ranges are written under TCP_CORK.
-/// Each uncorked sendfile pushes a segment, and on loopback a push costs the receiver's
-/// protocol work and a wake-up: several microseconds against about one for the two setsockopts.
-const CORK_MIN_RANGES: usize = 2;
-
-/// Zero-copy responses with at least this many ranges go through the pipe: for one range a
-/// sendfile is one syscall, the pipe two.
-const SPLICE_MIN_RANGES: usize = 2;
+use crate::store::SegmentRange;
 
 /// Limits applied to every connection.
 #[derive(Clone, Copy, Debug)]
@@ -315,62 +307,66 @@ async fn write_out<H: Handler>(
 }
 
 /// Writes a zero-copy response: `head` (frames and the response header) and then the
-/// commit-log `ranges`. The header is held back (MSG_MORE) until the body follows, so a response
-/// leaves in as few segments as the socket allows. Records of one queue are usually scattered in
-/// the commit log: several ranges go through the shard's pipe (vmsplice + splice); if the pipe
-/// is busy, one sendfile each under TCP_CORK, which keeps them from pushing a segment apiece.
+/// commit-log `ranges`. The header is held back (MSG_MORE) until the body follows. One range is
+/// one sendfile. Several ranges (records of one queue lie between other queues' in the commit
+/// log) go through the shard's pipe, two syscalls whatever their number; if another response
+/// holds the pipe, they go by one sendfile each under TCP_CORK, so they do not push a segment
+/// apiece.
 async fn write_zero_copy<H: Handler>(
     stream: &mut Stream,
     handler: &H,
     head: &[u8],
     ranges: &[(u64, u32)],
 ) -> Result<(), String> {
+    let open = |&(phy, size): &(u64, u32)| {
+        handler
+            .open_range(phy, size)
+            .map_err(|e| format!("cannot open commit log range {phy}+{size}: {e}"))
+    };
     if ranges.is_empty() {
         return stream
             .write_all(head)
             .await
             .map_err(|e| format!("write error: {e}"));
     }
-    let mut sources = Vec::with_capacity(ranges.len());
-    for &(phy, size) in ranges {
-        sources.push(
-            handler
-                .open_range(phy, size)
-                .map_err(|e| format!("cannot open commit log range {phy}+{size}: {e}"))?,
-        );
+    if let [one] = ranges {
+        let range = open(one)?;
+        write_head(stream, head).await?;
+        return send_range(stream, &range).await;
     }
+    let sources = ranges.iter().map(open).collect::<Result<Vec<_>, _>>()?;
+    write_head(stream, head).await?;
+    let slices: Vec<&[u8]> = sources.iter().map(|s| s.bytes()).collect();
+    let spliced = stream
+        .splice_all(&slices)
+        .await
+        .map_err(|e| format!("splice error: {e}"))?;
+    if spliced {
+        return Ok(());
+    }
+    stream
+        .set_cork(true)
+        .map_err(|e| format!("TCP_CORK: {e}"))?;
+    for s in &sources {
+        send_range(stream, s).await?;
+    }
+    stream.set_cork(false).map_err(|e| format!("TCP_CORK: {e}"))
+}
+
+/// The header of a response whose body follows: held back (MSG_MORE) to leave with the body.
+async fn write_head(stream: &mut Stream, head: &[u8]) -> Result<(), String> {
     stream
         .write_all_more(head)
         .await
-        .map_err(|e| format!("write error: {e}"))?;
-    if sources.len() >= SPLICE_MIN_RANGES {
-        let slices: Vec<&[u8]> = sources.iter().map(|s| s.bytes()).collect();
-        let spliced = stream
-            .splice_all(&slices)
-            .await
-            .map_err(|e| format!("splice error: {e}"))?;
-        if spliced {
-            return Ok(());
-        }
-    }
-    let cork = sources.len() >= CORK_MIN_RANGES;
-    if cork {
-        stream
-            .set_cork(true)
-            .map_err(|e| format!("TCP_CORK: {e}"))?;
-    }
-    for s in &sources {
-        stream
-            .sendfile_all(s.file.as_raw_fd(), s.offset, s.len as usize)
-            .await
-            .map_err(|e| format!("sendfile error: {e}"))?;
-    }
-    if cork {
-        stream
-            .set_cork(false)
-            .map_err(|e| format!("TCP_CORK: {e}"))?;
-    }
-    Ok(())
+        .map_err(|e| format!("write error: {e}"))
+}
+
+/// One commit-log range by sendfile.
+async fn send_range(stream: &mut Stream, s: &SegmentRange) -> Result<(), String> {
+    stream
+        .sendfile_all(s.file.as_raw_fd(), s.offset, s.len as usize)
+        .await
+        .map_err(|e| format!("sendfile error: {e}"))
 }
 
 async fn write(stream: &mut Stream, bytes: &[u8], progress: &Cell<Instant>) -> Result<(), String> {

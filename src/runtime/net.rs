@@ -17,9 +17,9 @@ use bytes::BytesMut;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 use socket2::{Domain, Protocol, Socket, Type};
 
-/// Bytes the process has handed to `sendfile` or `splice` (zero-copy) and bytes of message data that went
-/// through a user-space buffer instead (the one-byte fallbacks). Exposed for metrics and for the
-/// test that proves pulls are zero-copy.
+/// Bytes the process has handed to `sendfile` or `splice` (zero-copy) and bytes of message data
+/// that went through a user-space buffer instead (the one-byte fallbacks). Exposed for metrics
+/// and for the test that proves pulls are zero-copy.
 pub static SENDFILE_BYTES: AtomicU64 = AtomicU64::new(0);
 pub static SENDFILE_FALLBACK_BYTES: AtomicU64 = AtomicU64::new(0);
 
@@ -136,7 +136,7 @@ impl Stream {
 
     /// Writes `buf` with MSG_MORE: the kernel holds it until the next write without the flag
     /// (a sendfile's last chunk, or [`Stream::set_cork`] off), so a pull response's header
-    /// and its zero-copy body leave as one segment and wake the reader once, not twice.
+    /// leaves with its zero-copy body instead of as a segment of its own.
     /// Whatever the socket does not take at once goes through [`Stream::write_all`], which
     /// pushes: correct, only without the merge.
     pub async fn write_all_more(&mut self, buf: &[u8]) -> io::Result<()> {

@@ -54,23 +54,20 @@ pub(super) struct Pipe {
 pub(super) fn take() -> Option<Pipe> {
     SLOT.with(|s| {
         let mut s = s.borrow_mut();
-        let pipe = match std::mem::replace(&mut *s, Slot::Lent) {
-            Slot::Free(p) => p,
-            Slot::Lent => return None,
-            Slot::Disabled => {
-                *s = Slot::Disabled;
-                return None;
-            }
-            Slot::Unopened => match Pipe::open() {
-                Ok(p) => p,
-                Err(e) => {
+        match std::mem::replace(&mut *s, Slot::Lent) {
+            Slot::Free(p) => Some(p),
+            Slot::Unopened => Pipe::open()
+                .inspect_err(|e| {
                     *s = Slot::Unopened;
                     tracing::debug!(error = %e, "no pipe for vmsplice; using sendfile per range");
-                    return None;
-                }
-            },
-        };
-        Some(pipe)
+                })
+                .ok(),
+            // Put back what was there: someone holds the pipe, or it is disabled.
+            other => {
+                *s = other;
+                None
+            }
+        }
     })
 }
 
