@@ -207,3 +207,24 @@ fn a_stalled_consumer_holding_the_pipe_does_not_corrupt_others() {
         }
     }
 }
+
+/// Read your writes: once SEND_OK is back, a pull without suspend (on any connection, to any
+/// queue) finds the message. The units travel writer -> owner shard apart from the reply, so
+/// this holds only if the owner applies them before it answers a later pull.
+#[test]
+fn a_pull_right_after_send_ok_finds_the_message() {
+    let b = RawBroker::start(&[]);
+    let mut c = Conn::connect(b.broker);
+    let mut other = Conn::connect(b.broker);
+    for i in 0..4000i64 {
+        let q = (i % 4) as i32;
+        let body = format!("m{i}");
+        let r = c.call(send_cmd("RywT", q, body.as_bytes(), ""));
+        assert_eq!(r.code, 0, "send {i}: {:?}", r.remark);
+        let off: i64 = r.ext("queueOffset").unwrap().parse().unwrap();
+        let puller = if i % 2 == 0 { &mut c } else { &mut other };
+        let r = puller.call(pull_cmd("RywT", q, off, 0));
+        assert_eq!(r.code, 0, "pull {i} at {off}: {:?}", r.remark);
+        assert_eq!(records(&r.body)[0].body, body.as_bytes());
+    }
+}

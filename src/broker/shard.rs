@@ -16,7 +16,7 @@ use crate::broker::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
 use crate::config::BrokerConfig;
 use crate::protocol::msg_id::UniqKeyGenerator;
 use crate::remoting::Outbox;
-use crate::runtime::Mesh;
+use crate::runtime::{MailboxReceiver, Mesh};
 use crate::store::consume_queue::{ConsumeQueue, CqUnit};
 use crate::store::reader::CommitLogReader;
 use crate::writer::{DispatchRun, WriterSender};
@@ -76,6 +76,9 @@ pub struct Shard {
     pub topics: RefCell<Arc<TopicSnapshot>>,
     pub subs: RefCell<Arc<SubscriptionSnapshot>>,
     pub conns: RefCell<HashMap<u64, Outbox>>,
+    /// Units the writer published for this shard's queues, not yet applied. Apart from the
+    /// mesh mailbox so any task here can apply them before it reads a queue (`queue_bounds`).
+    pub dispatched: MailboxReceiver<Vec<DispatchRun>>,
     /// Shard 0 only: the metadata owner.
     pub meta: Option<RefCell<Metadata>>,
     pub uniq: RefCell<UniqKeyGenerator>,
@@ -106,6 +109,7 @@ impl Shard {
         subs: Arc<SubscriptionSnapshot>,
         meta: Option<Metadata>,
         delay_progress: BTreeMap<i32, i64>,
+        dispatched: MailboxReceiver<Vec<DispatchRun>>,
     ) -> Shard {
         let queues = cqs
             .into_iter()
@@ -133,6 +137,7 @@ impl Shard {
             topics: RefCell::new(topics),
             subs: RefCell::new(subs),
             conns: RefCell::new(HashMap::new()),
+            dispatched,
             meta: meta.map(RefCell::new),
             uniq: RefCell::new(UniqKeyGenerator::new(ctx.store_host.ip())),
             delay_progress: RefCell::new(delay_progress),
@@ -178,6 +183,20 @@ impl Shard {
     /// The shard owning (topic, queue_id).
     pub fn owner(&self, topic: &str, queue_id: u32) -> usize {
         super::owner_of(topic, queue_id, self.ctx.shard_count)
+    }
+
+    /// Applies every batch of units the writer has published so far.
+    ///
+    /// The writer publishes a batch's units before it replies to the sends in it, but the
+    /// units and the reply reach this shard by different wake-ups, and glommio runs a socket's
+    /// completion before a cross-thread wake seen in the same reactor pass. So a client that
+    /// got SEND_OK may have its next pull read here before the task applying units has run.
+    /// Every read of a queue's state applies what is pending first: a pull that follows a
+    /// SEND_OK finds the message.
+    pub fn apply_dispatched(&self) {
+        while let Some(runs) = self.dispatched.try_recv() {
+            self.on_dispatch(runs);
+        }
     }
 
     /// Applies units the writer published: append to the ConsumeQueues, wake parked pulls.
@@ -234,7 +253,9 @@ impl Shard {
     }
 
     /// (min, max) logical offsets of a queue; (0, 0) when it has no ConsumeQueue yet.
+    /// Applies pending units first (`apply_dispatched`).
     pub fn queue_bounds(&self, topic: &str, queue_id: u32) -> (u64, u64) {
+        self.apply_dispatched();
         let queues = self.queues.borrow();
         match queues.get(&QueueKey(topic, queue_id)) {
             Some(q) => (q.cq.min_offset(), q.cq.max_offset()),
@@ -266,6 +287,7 @@ impl Shard {
     /// to which this shard's units are now durable: `None` if a flush failed, `Some(i64::MAX)`
     /// when nothing was ever dispatched here.
     pub async fn flush_queues(&self) -> Option<i64> {
+        self.apply_dispatched();
         let ts = match self.last_dispatch_ts.get() {
             0 => i64::MAX,
             t => t,

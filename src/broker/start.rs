@@ -56,9 +56,9 @@ pub struct BrokerHandle {
     writer: Option<WriterHandle>,
 }
 
-/// Routes the writer's published units to the owner shards' mailboxes.
+/// Routes the writer's published units to the owner shards' dispatch mailboxes.
 struct ShardDispatcher {
-    senders: Vec<MailboxSender<Job<Shard>>>,
+    senders: Vec<MailboxSender<Vec<DispatchRun>>>,
 }
 
 impl Dispatcher for ShardDispatcher {
@@ -73,8 +73,7 @@ impl Dispatcher for ShardDispatcher {
                 continue;
             }
             // The writer is a plain thread: it may wait for a full shard mailbox to drain.
-            let job: Job<Shard> = Box::new(move |s: &Rc<Shard>| s.on_dispatch(batch));
-            if self.senders[i].send_blocking(job).is_err() {
+            if self.senders[i].send_blocking(batch).is_err() {
                 tracing::error!(shard = i, "shard gone; units will be rebuilt by recovery");
             }
         }
@@ -85,6 +84,7 @@ impl Dispatcher for ShardDispatcher {
 struct ShardParts {
     mesh: Mesh<Shard>,
     rx: runtime::MailboxReceiver<Job<Shard>>,
+    dispatched: runtime::MailboxReceiver<Vec<DispatchRun>>,
     listeners: Vec<(std::net::TcpListener, bool)>,
     cqs: Vec<ConsumeQueue>,
     offsets: OffsetTable,
@@ -144,6 +144,8 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let store_host = cfg.store_host(listen_addr.port());
     let (meshes, receivers) = Mesh::<Shard>::new(n, SHARD_MAILBOX_CAPACITY);
     let senders: Vec<_> = (0..n).map(|i| meshes[0].sender(i)).collect();
+    let (dispatch_senders, mut dispatch_receivers): (Vec<_>, Vec<_>) =
+        (0..n).map(|_| mailbox(SHARD_MAILBOX_CAPACITY)).unzip();
     let logics_msg_timestamp = opened.checkpoint.logics_msg_timestamp.clone();
     let (writer_parts, cqs) = writer::WriterParts::from_opened(opened);
     let mut store_cfg = cfg.store.clone();
@@ -155,7 +157,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         writer_parts,
         &store_cfg,
         Box::new(ShardDispatcher {
-            senders: senders.clone(),
+            senders: dispatch_senders,
         }),
     )?;
     let delay_levels = DelayLevels::parse(&cfg.message_delay_level).map_err(|reason| {
@@ -208,6 +210,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         parts.push(Some(ShardParts {
             mesh,
             rx,
+            dispatched: dispatch_receivers.remove(0),
             listeners,
             cqs,
             offsets,
@@ -271,7 +274,14 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         Arc::default(),
         p.meta,
         p.delay_progress,
+        p.dispatched,
     ));
+    let applier = shard.clone();
+    runtime::spawn(async move {
+        while let Some(runs) = applier.dispatched.recv().await {
+            applier.on_dispatch(runs);
+        }
+    });
     schedule::start(&shard);
     timer::start(&shard, p.timer_progress);
     crate::broker::clean::start(&shard);
