@@ -213,10 +213,20 @@ fn a_stalled_consumer_holding_the_pipe_does_not_corrupt_others() {
 /// this holds only if the owner applies them before it answers a later pull.
 #[test]
 fn a_pull_right_after_send_ok_finds_the_message() {
-    let b = RawBroker::start(&[]);
+    read_your_writes(&[], 4000);
+}
+
+/// The same across shards: the pull may arrive at a connection's shard, which asks the owner.
+#[test]
+fn a_pull_right_after_send_ok_finds_the_message_across_shards() {
+    read_your_writes(&["shardCount=3", "pinCores=false"], 2000);
+}
+
+fn read_your_writes(opts: &[&str], n: i64) {
+    let b = RawBroker::start(opts);
     let mut c = Conn::connect(b.broker);
     let mut other = Conn::connect(b.broker);
-    for i in 0..4000i64 {
+    for i in 0..n {
         let q = (i % 4) as i32;
         let body = format!("m{i}");
         let r = c.call(send_cmd("RywT", q, body.as_bytes(), ""));
