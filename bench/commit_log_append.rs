@@ -94,14 +94,14 @@ fn async_rate(root: PathBuf, n: u64) -> (f64, f64) {
     for _ in 0..n {
         let a = acked.clone();
         let mut req = AppendRequest {
-            records: vec![ringmq::writer::AppendRecord {
-                topic: template.topic.clone(),
-                queue_id: 0,
-                tags_code: 0,
-                keys: ringmq::writer::IndexKeys::None,
-                dispatch: true,
-                bytes: template.bytes.clone(),
-            }],
+            records: vec![ringmq::writer::AppendRecord::whole(
+                template.topic.clone(),
+                0,
+                0,
+                ringmq::writer::IndexKeys::None,
+                true,
+                template.bytes.clone(),
+            )],
             wait_flush: false,
             reply: Box::new(move |r| {
                 r.expect("async append");

@@ -134,6 +134,37 @@ fn query_by_key_and_view_by_offset_id() {
     assert_ne!(r.code, 0, "a bogus offset must not return a record");
 }
 
+/// Under SYNC_FLUSH the writer indexes keys once the group commit made the batch durable; the
+/// keys of a plain send are byte ranges into its record, which must still be there by then.
+#[test]
+fn keys_are_indexed_under_sync_flush() {
+    let b = RawBroker::start(&["flushDiskType=SYNC_FLUSH"]);
+    let mut c = Conn::connect(b.broker);
+    for i in 0..3 {
+        let props = format!("KEYS\u{1}sync-{i} sync-all\u{2}");
+        let r = c.call(send_cmd(
+            "SyncQueryT",
+            0,
+            format!("s{i}").as_bytes(),
+            &props,
+        ));
+        assert_eq!(r.code, 0, "{:?}", r.remark);
+    }
+    let query = |c: &mut Conn, key: &str| {
+        let r = c.call(query_cmd("SyncQueryT", key));
+        let mut bodies: Vec<Vec<u8>> = records(&r.body).iter().map(|r| r.body.to_vec()).collect();
+        bodies.sort();
+        bodies
+    };
+    // Indexing follows the fdatasync on the writer's next tick: poll briefly.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while query(&mut c, "sync-all").len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(query(&mut c, "sync-all").len(), 3);
+    assert_eq!(query(&mut c, "sync-1"), vec![b"s1".to_vec()]);
+}
+
 #[test]
 fn delayed_message_survives_restart_once() {
     let b = RawBroker::start(&[]);

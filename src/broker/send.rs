@@ -1,8 +1,10 @@
 //! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320), oneway or not.
 //!
 //! The shard validates, resolves the topic (auto-creating it through shard 0 when allowed),
-//! encodes the stored records (the one copy of the body on the send path), hands them to the
-//! writer thread without blocking, and answers when the writer replies. A full writer inbox is
+//! encodes the stored records, hands them to the writer thread without blocking, and answers
+//! when the writer replies. A plain send's records leave the body in the received frame: the
+//! writer's pwritev copies it from there into the page cache, the only user-space-initiated copy
+//! of a body on the send path. A full writer inbox is
 //! SYSTEM_BUSY; a failed oneway send is counted and logged, never silent.
 
 use std::rc::Rc;
@@ -326,8 +328,9 @@ fn push_pair(
 
 /// The common send: no delay, timer or DLQ rewrite. The client's properties string is stored
 /// as sent (readers take a key's last value, as Java's map does) with UNIQ_KEY and CLUSTER
-/// appended when missing, and all records are encoded into one buffer: no per-message parse,
-/// re-encode or allocation beyond the record's topic and index keys.
+/// appended when missing, and all records are encoded into one buffer, without their bodies
+/// (each record keeps its body as a slice of the frame): no per-message parse, re-encode, body
+/// copy or allocation beyond the record's topic and index keys.
 fn encode_plain(
     shard: &Shard,
     t: &Target<'_>,
@@ -360,8 +363,7 @@ fn encode_plain(
             push_pair(&mut props, start, keys::CLUSTER, |b| b.push_str(cluster));
         }
         spans.push(((start, props.len()), uniq));
-        capacity +=
-            message::stored_len(widest, item.body.len(), t.topic.len(), props.len() - start);
+        capacity += message::stored_len(widest, 0, t.topic.len(), props.len() - start);
     }
     let tx_type = message::sys_flag::transaction_type(t.h.sys_flag);
     let dispatch = tx_type != message::sys_flag::TRANSACTION_PREPARED
@@ -383,9 +385,11 @@ fn encode_plain(
             body: &item.body,
             properties: &props[p0..p1],
         };
-        message::encode(&msg, &mut buf).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+        let body_at = message::encode_without_body(&msg, &mut buf)
+            .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
         // The properties end the record, so `props[p0..p1]` sits at `buf.len() - (p1 - p0)`;
-        // `from` and `to` index `props` (both >= p0).
+        // `from` and `to` index `props` (both >= p0). The ranges index `bytes`, which holds the
+        // record without its body.
         let in_record = buf.len() - (p1 - p0);
         let at = |from: usize, to: usize| {
             (
@@ -415,6 +419,8 @@ fn encode_plain(
             keys: index,
             dispatch,
             bytes: buf.split(),
+            body: item.body.clone(),
+            body_at: body_at as u32,
         });
     }
     Ok((records, uniq_keys))
@@ -559,15 +565,15 @@ pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, Brok
         props_str.len(),
     ));
     message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
-    Ok(AppendRecord {
-        topic: Some(topic.into()),
-        queue_id: queue_id as u32,
-        tags_code: tags,
-        keys: index,
-        dispatch: tx_type != message::sys_flag::TRANSACTION_PREPARED
+    Ok(AppendRecord::whole(
+        Some(topic.into()),
+        queue_id as u32,
+        tags,
+        index,
+        tx_type != message::sys_flag::TRANSACTION_PREPARED
             && tx_type != message::sys_flag::TRANSACTION_ROLLBACK,
         bytes,
-    })
+    ))
 }
 
 /// Re-appends a record parked in a system topic (schedule or timer) to the topic and queue in
@@ -619,14 +625,14 @@ pub async fn reappend_to_real_topic(
         let mut bytes = BytesMut::with_capacity(r.total_size as usize);
         message::encode(&msg, &mut bytes)
             .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
-        AppendRecord {
-            keys: IndexKeys::Owned(index_keys(&props)),
-            topic: Some(topic.into()),
-            queue_id: qid,
-            tags_code: tags_code(tag.as_deref()),
-            dispatch: true,
+        AppendRecord::whole(
+            Some(topic.into()),
+            qid,
+            tags_code(tag.as_deref()),
+            IndexKeys::Owned(index_keys(&props)),
+            true,
             bytes,
-        }
+        )
     };
     append(shard, vec![record], true).await.map(|_| ())
 }

@@ -194,6 +194,21 @@ fn put_host(dst: &mut BytesMut, host: &SocketAddr) {
 /// Appends one full record to `dst` with queue_offset = phy_offset = store_timestamp = 0 and the
 /// body CRC computed; sets the IPv6 sysflag bits from the host address families itself.
 pub fn encode(msg: &MessageToStore, dst: &mut BytesMut) -> Result<(), RecordError> {
+    encode_parts(msg, dst, true).map(|_| ())
+}
+
+/// As `encode`, but leaves the body out of `dst`: the record is `dst`'s bytes up to the returned
+/// position (from where the record starts in `dst`), then the body, then the rest. The writer
+/// writes the body straight from the received frame (pwritev), so the send path copies no body.
+pub fn encode_without_body(msg: &MessageToStore, dst: &mut BytesMut) -> Result<usize, RecordError> {
+    encode_parts(msg, dst, false)
+}
+
+fn encode_parts(
+    msg: &MessageToStore,
+    dst: &mut BytesMut,
+    with_body: bool,
+) -> Result<usize, RecordError> {
     if msg.properties.len() > SHORT_LEN_MAX {
         return Err(RecordError::PropertiesTooLong(msg.properties.len()));
     }
@@ -205,7 +220,12 @@ pub fn encode(msg: &MessageToStore, dst: &mut BytesMut) -> Result<(), RecordErro
     let total = stored_len(flags, msg.body.len(), msg.topic.len(), msg.properties.len());
     let total_i32 = i32::try_from(total).map_err(|_| RecordError::BadLength("total size"))?;
     let v2 = msg.topic.len() > TOPIC_LEN_V1_MAX;
-    dst.reserve(total);
+    let start = dst.len();
+    dst.reserve(if with_body {
+        total
+    } else {
+        total - msg.body.len()
+    });
     dst.put_i32(total_i32);
     dst.put_u32(if v2 {
         MESSAGE_MAGIC_V2
@@ -225,7 +245,10 @@ pub fn encode(msg: &MessageToStore, dst: &mut BytesMut) -> Result<(), RecordErro
     dst.put_i32(msg.reconsume_times);
     dst.put_i64(msg.prepared_transaction_offset);
     dst.put_i32(msg.body.len() as i32);
-    dst.put_slice(msg.body);
+    let body_at = dst.len() - start;
+    if with_body {
+        dst.put_slice(msg.body);
+    }
     if v2 {
         dst.put_i16(msg.topic.len() as i16);
     } else {
@@ -234,7 +257,7 @@ pub fn encode(msg: &MessageToStore, dst: &mut BytesMut) -> Result<(), RecordErro
     dst.put_slice(msg.topic.as_bytes());
     dst.put_i16(msg.properties.len() as i16);
     dst.put_slice(msg.properties.as_bytes());
-    Ok(())
+    Ok(body_at)
 }
 
 /// Byte offset of STORETIMESTAMP in a record with this sys_flag.

@@ -237,4 +237,31 @@ proptest! {
         prop_assert_eq!((d.born_host, d.store_host), (born, store));
         prop_assert_eq!(d.magic, if topic.len() > 127 { MESSAGE_MAGIC_V2 } else { MESSAGE_MAGIC_V1 });
     }
+
+    #[test]
+    fn without_body_plus_the_body_is_the_whole_record(
+        topic in "[a-zA-Z0-9_%-]{1,300}",
+        body in proptest::collection::vec(any::<u8>(), 0..300),
+        props in "[a-z\u{1}\u{2}]{0,100}",
+        born in arb_host(), store in arb_host(), sys in any::<i32>(),
+        qo in any::<i64>(), phy in any::<i64>(), ts in any::<i64>(),
+        prefix in proptest::collection::vec(any::<u8>(), 0..40),
+    ) {
+        let msg = MessageToStore { topic: &topic, queue_id: 3, flag: 1, sys_flag: sys, born_timestamp: ts,
+            born_host: born, store_host: store, reconsume_times: 0, prepared_transaction_offset: 0,
+            body: &body, properties: &props };
+        let mut whole = BytesMut::new();
+        encode(&msg, &mut whole).unwrap();
+        // Encoded after other bytes, as the send path encodes a batch into one buffer.
+        let mut part = BytesMut::from(&prefix[..]);
+        let at = encode_without_body(&msg, &mut part).unwrap();
+        let mut part = part.split_off(prefix.len());
+        prop_assert_eq!(part.len() + body.len(), whole.len());
+        patch(&mut part, qo, phy, ts);
+        patch(&mut whole, qo, phy, ts);
+        let mut joined = part[..at].to_vec();
+        joined.extend_from_slice(&body);
+        joined.extend_from_slice(&part[at..]);
+        prop_assert_eq!(&joined[..], &whole[..]);
+    }
 }

@@ -188,19 +188,19 @@ impl CommitLog {
         }
     }
 
-    /// Reserves the next `len` bytes for one encoded record and returns its physical offset; the
-    /// caller patches the record for it and hands it to `write_placed`. When the record does not
-    /// fit, the segment is closed with a blank marker (written now) and the next one taken. On
-    /// error the caller must `rollback` to its mark.
-    pub fn place(&mut self, record: &[u8]) -> Result<u64, StoreError> {
-        let len = record.len();
+    /// Reserves the next `len` bytes for one encoded record, whose first bytes are `head` (at
+    /// least its total-size field), and returns its physical offset; the caller patches the
+    /// record for it and hands it to `write_placed`. When the record does not fit, the segment is
+    /// closed with a blank marker (written now) and the next one taken. On error the caller must
+    /// `rollback` to its mark.
+    pub fn place(&mut self, head: &[u8], len: usize) -> Result<u64, StoreError> {
         if len > self.max_record_len {
             return Err(StoreError::MessageTooLarge {
                 size: len,
                 max: self.max_record_len,
             });
         }
-        match message::peek_total_size(record) {
+        match message::peek_total_size(head) {
             Ok(total) if total as usize == len => {}
             _ => return Err(StoreError::Invalid("append of a malformed record".into())),
         }
@@ -232,35 +232,42 @@ impl CommitLog {
         queue_offset: u64,
         store_timestamp: i64,
     ) -> Result<u64, StoreError> {
-        let phy = self.place(record)?;
+        let phy = self.place(record, record.len())?;
         let mut rec = record.to_vec();
         message::patch(&mut rec, queue_offset as i64, phy as i64, store_timestamp);
-        self.write_placed(&[(phy, &rec)], store_timestamp)?;
+        self.write_placed(&[(phy, [&rec, &[], &[]])], store_timestamp)?;
         Ok(phy)
     }
 
     /// Writes placed, patched records (in commit-log order, as `place` returned them) with one
     /// pwritev per contiguous run in a segment: the page cache the mapping shares
-    /// (ARCHITECTURE.md, "Writing the segment"). Must run before anything publishes, reads or
-    /// flushes them.
+    /// (ARCHITECTURE.md, "Writing the segment"). A record is given as up to three consecutive
+    /// parts (empty ones are skipped): the send path's records keep their body in the received
+    /// frame. Must run before anything publishes, reads or flushes them.
     pub fn write_placed(
         &mut self,
-        recs: &[(u64, &[u8])],
+        recs: &[(u64, [&[u8]; 3])],
         store_timestamp: i64,
     ) -> Result<(), StoreError> {
         let mut i = 0;
         while i < recs.len() {
             let start = recs[i].0;
             let seg_end = self.segment_end_of(start);
-            let mut iov = Vec::with_capacity((recs.len() - i).min(IOV_BATCH));
+            let mut iov = Vec::with_capacity(((recs.len() - i) * 3).min(IOV_BATCH));
             let mut next = start;
-            while i < recs.len() && recs[i].0 == next && iov.len() < IOV_BATCH {
-                let (phy, bytes) = recs[i];
-                if phy + bytes.len() as u64 > seg_end {
+            while i < recs.len() && recs[i].0 == next && iov.len() + 3 <= IOV_BATCH {
+                let (phy, parts) = recs[i];
+                let len: usize = parts.iter().map(|p| p.len()).sum();
+                if phy + len as u64 > seg_end {
                     break;
                 }
-                iov.push(IoSlice::new(bytes));
-                next = phy + bytes.len() as u64;
+                iov.extend(
+                    parts
+                        .iter()
+                        .filter(|p| !p.is_empty())
+                        .map(|p| IoSlice::new(p)),
+                );
+                next = phy + len as u64;
                 i += 1;
             }
             if iov.is_empty() {

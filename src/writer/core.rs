@@ -94,6 +94,28 @@ struct IndexPending {
     done: Vec<(Vec<AppendRecord>, Vec<u64>)>,
 }
 
+/// A record with its body apart is cut right after its body-length field, which holds the
+/// body's length, and past every field the writer patches.
+fn split_ok(rec: &AppendRecord) -> bool {
+    if rec.body.is_empty() {
+        return true;
+    }
+    let at = rec.body_at as usize;
+    let Some(len_field) = at.checked_sub(4).and_then(|f| rec.bytes.get(f..at)) else {
+        return false;
+    };
+    let body_len = i32::from_be_bytes([len_field[0], len_field[1], len_field[2], len_field[3]]);
+    let Some(flag) = rec
+        .bytes
+        .get(message::OFF_SYS_FLAG..message::OFF_SYS_FLAG + 4)
+    else {
+        return false;
+    };
+    let flag = i32::from_be_bytes([flag[0], flag[1], flag[2], flag[3]]);
+    usize::try_from(body_len).ok() == Some(rec.body.len())
+        && message::store_timestamp_offset(flag) + 8 <= at
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -239,14 +261,14 @@ impl WriterCore {
         }
         let max = self.cfg.max_record_len();
         for rec in &req.records {
-            if rec.bytes.len() > max {
+            if rec.len() > max {
                 return Err(StoreError::MessageTooLarge {
-                    size: rec.bytes.len(),
+                    size: rec.len(),
                     max,
                 });
             }
             match message::peek_total_size(&rec.bytes) {
-                Ok(t) if t as usize == rec.bytes.len() => {}
+                Ok(t) if t as usize == rec.len() && split_ok(rec) => {}
                 _ => return Err(StoreError::Invalid("malformed record".into())),
             }
         }
@@ -316,7 +338,7 @@ impl WriterCore {
                 } else {
                     0
                 };
-                match self.log.place(&rec.bytes) {
+                match self.log.place(&rec.bytes, rec.len()) {
                     Ok(phy) => {
                         message::patch(&mut rec.bytes, qo as i64, phy as i64, ts);
                         phys.push(phy);
@@ -324,7 +346,7 @@ impl WriterCore {
                         if rec.dispatch {
                             let unit = CqUnit {
                                 phy_offset: phy,
-                                size: rec.bytes.len() as u32,
+                                size: rec.len() as u32,
                                 tags_code: rec.tags_code,
                             };
                             let extended = units.last_mut().is_some_and(|r: &mut DispatchRun| {
@@ -350,13 +372,13 @@ impl WriterCore {
             placed.push((phys, qos));
         }
         if failure.is_none() {
-            let recs: Vec<(u64, &[u8])> = ok_reqs
+            let recs: Vec<(u64, [&[u8]; 3])> = ok_reqs
                 .iter()
                 .zip(&placed)
                 .flat_map(|(req, (phys, _))| {
                     phys.iter()
                         .copied()
-                        .zip(req.records.iter().map(|r| &r.bytes[..]))
+                        .zip(req.records.iter().map(AppendRecord::parts))
                 })
                 .collect();
             if let Err(e) = self.log.write_placed(&recs, ts) {
@@ -431,9 +453,13 @@ impl WriterCore {
                 reply,
             } = req;
             if index_enabled && records.iter().any(|r| !r.keys.is_empty()) {
-                // Only topic and keys are indexed: free the bodies now, not after the fdatasync.
+                // Only topic and keys are indexed: free what they do not need now, not after the
+                // fdatasync. Keys given as ranges into `bytes` keep `bytes`.
                 for r in &mut records {
-                    r.bytes = bytes::BytesMut::new();
+                    r.body = bytes::Bytes::new();
+                    if !matches!(r.keys, super::IndexKeys::InRecord { .. }) {
+                        r.bytes = bytes::BytesMut::new();
+                    }
                 }
                 to_index.push((records, phys.clone()));
             }

@@ -48,8 +48,57 @@ pub struct AppendRecord {
     pub keys: IndexKeys,
     /// False for prepared/rollback transaction records: no queue offset, no consume-queue unit.
     pub dispatch: bool,
-    /// Encoded by `protocol::message::encode`, offsets zero.
+    /// Encoded by `protocol::message::encode`, offsets zero; or, when `body` is not empty, by
+    /// `encode_without_body`: the record with its body cut out at `body_at`.
     pub bytes: bytes::BytesMut,
+    /// The body when it is not inside `bytes`: a slice of the received frame, which the writer
+    /// writes straight from there (one copy of the body less on the send path).
+    pub body: bytes::Bytes,
+    /// Where `body` goes inside `bytes` (0 while `body` is empty).
+    pub body_at: u32,
+}
+
+impl AppendRecord {
+    /// A record whose body is inside `bytes`.
+    pub fn whole(
+        topic: Option<Arc<str>>,
+        queue_id: u32,
+        tags_code: i64,
+        keys: IndexKeys,
+        dispatch: bool,
+        bytes: bytes::BytesMut,
+    ) -> Self {
+        AppendRecord {
+            topic,
+            queue_id,
+            tags_code,
+            keys,
+            dispatch,
+            bytes,
+            body: bytes::Bytes::new(),
+            body_at: 0,
+        }
+    }
+
+    /// The stored record's length.
+    pub fn len(&self) -> usize {
+        self.bytes.len() + self.body.len()
+    }
+
+    /// Never true for a record that passed `encode` (kept for clippy's `len_without_is_empty`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The record as written: up to the body, the body, the rest. A split point outside
+    /// `bytes` puts the body last (the writer's validation refuses such a record first).
+    pub fn parts(&self) -> [&[u8]; 3] {
+        if self.body.is_empty() {
+            return [&self.bytes[..], &[], &[]];
+        }
+        let at = (self.body_at as usize).min(self.bytes.len());
+        [&self.bytes[..at], &self.body[..], &self.bytes[at..]]
+    }
 }
 
 /// A record's keys for the IndexFile: each space-separated KEYS entry, then UNIQ_KEY.

@@ -12,7 +12,7 @@ use crossbeam_channel::bounded;
 use super::{
     AppendOutcome, AppendRecord, AppendRequest, DispatchRun, DispatchUnit, Dispatcher, WriterSender,
 };
-use crate::protocol::message::{encode, MessageToStore};
+use crate::protocol::message::{encode, encode_without_body, MessageToStore};
 use crate::store::{ConsumeQueue, StoreError};
 
 /// An encoded record for `topic`/`queue_id` with this body and properties.
@@ -33,13 +33,40 @@ pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> Appe
     };
     let mut bytes = BytesMut::new();
     encode(&msg, &mut bytes).expect("test record within limits");
-    AppendRecord {
-        topic: Some(topic.into()),
+    AppendRecord::whole(
+        Some(topic.into()),
         queue_id,
-        tags_code: 0,
-        keys: crate::writer::IndexKeys::None,
-        dispatch: true,
+        0,
+        crate::writer::IndexKeys::None,
+        true,
         bytes,
+    )
+}
+
+/// As `record`, with the body kept apart (as the send path keeps it in the received frame).
+pub fn record_split(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> AppendRecord {
+    let whole = record(topic, queue_id, body, properties);
+    let host: SocketAddr = "127.0.0.1:10911".parse().expect("literal address");
+    let msg = MessageToStore {
+        topic,
+        queue_id: queue_id as i32,
+        flag: 0,
+        sys_flag: 0,
+        born_timestamp: 1,
+        born_host: host,
+        store_host: host,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+        body,
+        properties,
+    };
+    let mut bytes = BytesMut::new();
+    let at = encode_without_body(&msg, &mut bytes).expect("test record within limits");
+    AppendRecord {
+        bytes,
+        body: bytes::Bytes::copy_from_slice(body),
+        body_at: at as u32,
+        ..whole
     }
 }
 
