@@ -312,6 +312,10 @@ impl Broker {
             "-o".into(),
             "mappedFileSizeCommitLog=67108864".into(),
         ];
+        if let Some(flush) = flush_override() {
+            args.push("-o".into());
+            args.push(format!("flushDiskType={flush}"));
+        }
         for (k, v) in &self.options {
             args.push("-o".into());
             args.push(format!("{k}={v}"));
@@ -439,6 +443,14 @@ impl SecondBroker {
     pub fn stderr_tail(&self) -> String {
         self.proc.stderr_text()
     }
+}
+
+/// `RINGMQ_TEST_FLUSH_DISK_TYPE=SYNC_FLUSH` runs every broker of the suite under that flush
+/// mode; a test that sets `flushDiskType` itself keeps its own (later `-o` keys win).
+pub fn flush_override() -> Option<String> {
+    std::env::var("RINGMQ_TEST_FLUSH_DISK_TYPE")
+        .ok()
+        .filter(|s| !s.is_empty())
 }
 
 pub fn port_of(addr: &str) -> u16 {

@@ -36,6 +36,12 @@ impl RawBroker {
         ])
         .arg(dir.path())
         .args(["-o", "mappedFileSizeCommitLog=16777216"]);
+        // As the client harness (tests/common): the whole suite can run under SYNC_FLUSH.
+        if let Ok(flush) = std::env::var("RINGMQ_TEST_FLUSH_DISK_TYPE") {
+            if !flush.is_empty() {
+                cmd.args(["-o", &format!("flushDiskType={flush}")]);
+            }
+        }
         for o in opts {
             cmd.args(["-o", o]);
         }
