@@ -3,6 +3,8 @@
 # Compiled dependencies are kept outside the clone (CARGO_TARGET_DIR, default
 # ~/.cache/ringmq/target) so repeated runs and CI on this machine reuse them; a fresh machine
 # builds them from scratch with the same command.
+# RINGMQ_TEST_FLUSH_DISK_TYPE=SYNC_FLUSH runs every test broker under group commit instead of the
+# default ASYNC_FLUSH (tests that choose a flush mode keep theirs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ringmq/target}"

@@ -101,6 +101,23 @@ fn query_cmd(topic: &str, key: &str) -> RemotingCommand {
         .with_ext("endTimestamp", now + 60_000)
 }
 
+/// The bodies a query by `key` returns, sorted.
+fn query_bodies(c: &mut Conn, topic: &str, key: &str) -> Vec<Vec<u8>> {
+    let r = c.call(query_cmd(topic, key));
+    let mut bodies: Vec<Vec<u8>> = records(&r.body).iter().map(|r| r.body.to_vec()).collect();
+    bodies.sort();
+    bodies
+}
+
+/// Polls until a query by `key` finds `n` messages or `within` passes (the writer indexes keys
+/// after it answers the send).
+fn wait_indexed(c: &mut Conn, topic: &str, key: &str, n: usize, within: Duration) {
+    let deadline = Instant::now() + within;
+    while query_bodies(c, topic, key).len() < n && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn query_by_key_and_view_by_offset_id() {
     let b = RawBroker::start(&[]);
@@ -150,17 +167,9 @@ fn keys_are_indexed_under_sync_flush() {
         ));
         assert_eq!(r.code, 0, "{:?}", r.remark);
     }
-    let query = |c: &mut Conn, key: &str| {
-        let r = c.call(query_cmd("SyncQueryT", key));
-        let mut bodies: Vec<Vec<u8>> = records(&r.body).iter().map(|r| r.body.to_vec()).collect();
-        bodies.sort();
-        bodies
-    };
-    // Indexing follows the fdatasync on the writer's next tick: poll briefly.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while query(&mut c, "sync-all").len() < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let query = |c: &mut Conn, key: &str| query_bodies(c, "SyncQueryT", key);
+    // Indexing follows the fdatasync, on the writer's next tick.
+    wait_indexed(&mut c, "SyncQueryT", "sync-all", 3, Duration::from_secs(10));
     assert_eq!(query(&mut c, "sync-all").len(), 3);
     assert_eq!(query(&mut c, "sync-1"), vec![b"s1".to_vec()]);
 }
@@ -280,17 +289,9 @@ fn batch_messages_are_indexed_by_their_own_keys() {
     let cmd = cmd.with_ext("m", true);
     let r = c.call(cmd);
     assert_eq!(r.code, 0, "{:?}", r.remark);
-    let query = |c: &mut Conn, key: &str| {
-        let r = c.call(query_cmd("BatchQueryT", key));
-        let mut bodies: Vec<Vec<u8>> = records(&r.body).iter().map(|r| r.body.to_vec()).collect();
-        bodies.sort();
-        bodies
-    };
+    let query = |c: &mut Conn, key: &str| query_bodies(c, "BatchQueryT", key);
     // The writer indexes a batch after answering it: give it a moment.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while query(&mut c, "shared").len() < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_indexed(&mut c, "BatchQueryT", "shared", 3, Duration::from_secs(5));
     assert_eq!(query(&mut c, "bk-2"), vec![b"batch-2".to_vec()]);
     assert_eq!(query(&mut c, "bk-3"), vec![b"batch-3".to_vec()]);
     assert_eq!(query(&mut c, "shared").len(), 3);

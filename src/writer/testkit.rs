@@ -15,10 +15,15 @@ use super::{
 use crate::protocol::message::{encode, encode_without_body, MessageToStore};
 use crate::store::{ConsumeQueue, StoreError};
 
-/// An encoded record for `topic`/`queue_id` with this body and properties.
-pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> AppendRecord {
+/// The message of the test records: fixed hosts and timestamps, no flags.
+fn test_message<'a>(
+    topic: &'a str,
+    queue_id: u32,
+    body: &'a [u8],
+    properties: &'a str,
+) -> MessageToStore<'a> {
     let host: SocketAddr = "127.0.0.1:10911".parse().expect("literal address");
-    let msg = MessageToStore {
+    MessageToStore {
         topic,
         queue_id: queue_id as i32,
         flag: 0,
@@ -30,9 +35,14 @@ pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> Appe
         prepared_transaction_offset: 0,
         body,
         properties,
-    };
+    }
+}
+
+/// An encoded record for `topic`/`queue_id` with this body and properties.
+pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> AppendRecord {
     let mut bytes = BytesMut::new();
-    encode(&msg, &mut bytes).expect("test record within limits");
+    encode(&test_message(topic, queue_id, body, properties), &mut bytes)
+        .expect("test record within limits");
     AppendRecord::whole(
         Some(topic.into()),
         queue_id,
@@ -45,28 +55,14 @@ pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> Appe
 
 /// As `record`, with the body kept apart (as the send path keeps it in the received frame).
 pub fn record_split(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> AppendRecord {
-    let whole = record(topic, queue_id, body, properties);
-    let host: SocketAddr = "127.0.0.1:10911".parse().expect("literal address");
-    let msg = MessageToStore {
-        topic,
-        queue_id: queue_id as i32,
-        flag: 0,
-        sys_flag: 0,
-        born_timestamp: 1,
-        born_host: host,
-        store_host: host,
-        reconsume_times: 0,
-        prepared_transaction_offset: 0,
-        body,
-        properties,
-    };
     let mut bytes = BytesMut::new();
-    let at = encode_without_body(&msg, &mut bytes).expect("test record within limits");
+    let at = encode_without_body(&test_message(topic, queue_id, body, properties), &mut bytes)
+        .expect("test record within limits");
     AppendRecord {
         bytes,
         body: bytes::Bytes::copy_from_slice(body),
         body_at: at as u32,
-        ..whole
+        ..record(topic, queue_id, b"", "")
     }
 }
 
