@@ -1,12 +1,13 @@
 //! `ringmq-bench plot`: PNG charts of a side-by-side run, from the JSON lines that
 //! `scripts/bench-peer.sh` collects (one object per run: `workload`, `system`, `repeat`, the
-//! ringmq-bench summary fields, `failure` when the run failed).
+//! ringmq-bench summary fields, `failure` when the run failed, `discarded` when the script ran
+//! the pair again because the host was too loaded).
 //!
 //! Owns the reduction of those lines to medians per (workload, system), the same reduction as the
-//! script's markdown table (failed runs left out, the median of an even count is the mean of the
-//! middle two), and two charts: throughput per workload (grouped bars, one per system, log scale
-//! when the values span more than a decade and a half) and a grid of latency panels, one per
-//! workload, with p50/p90/p99/p99.9 for every system on a log scale.
+//! script's markdown table (failed and discarded runs left out, the median of an even count is
+//! the mean of the middle two), and two charts: throughput per workload (grouped bars, one per
+//! system, log scale when the values span more than a decade and a half) and a grid of latency
+//! panels, one per workload, with p50/p90/p99/p99.9 for every system on a log scale.
 //!
 //! Text goes through plotters' ab_glyph backend, which needs a font registered at run time; it is
 //! read from a system path (DejaVu Sans by default), never compiled in, and a missing font is an
@@ -78,6 +79,8 @@ struct RunLine {
     throughput_msgs: Option<f64>,
     latency_us: Option<LatencyLine>,
     failure: Option<String>,
+    /// Set by `scripts/bench-peer.sh` (MAX_STEAL) on runs it replaced: in no median.
+    discarded: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +159,9 @@ pub fn parse_series(text: &str, path: &Path) -> Result<Series, PlotError> {
             line: i + 1,
             source,
         })?;
+        if run.discarded.is_some() {
+            continue;
+        }
         let (Some(w), Some(s)) = (run.workload, run.system) else {
             continue;
         };
@@ -578,8 +584,8 @@ mod tests {
         .to_string()
     }
 
-    /// Medians per (workload, system) match the script's table: failed runs are left out, an
-    /// even count averages the middle two, and order is first appearance.
+    /// Medians per (workload, system) match the script's table: failed and discarded runs are
+    /// left out, an even count averages the middle two, and order is first appearance.
     #[test]
     fn medians_per_workload_and_system_skip_failed_runs() {
         let text = [
@@ -593,6 +599,7 @@ mod tests {
             line("W1", "peer", 7.0, 70.0, None),
             r#"{"workload":"C4","system":"peer","throughput_msgs":5,"latency_us":{"p50":0,"p90":0,"p99":0,"p999":0,"samples":0}}"#.into(),
             r#"{"workload":"W1","system":"ringmq","repeat":1,"failure":"start failed"}"#.into(),
+            r#"{"workload":"W2","system":"ringmq","throughput_msgs":1,"discarded":"host steal"}"#.into(),
         ]
         .join("\n");
         let s = parse_series(&text, Path::new("x.jsonl")).expect("parses");
