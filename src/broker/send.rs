@@ -2,10 +2,10 @@
 //!
 //! The shard validates, resolves the topic (auto-creating it through shard 0 when allowed),
 //! encodes the stored records, hands them to the writer thread without blocking, and answers
-//! when the writer replies. A plain send's records leave the body in the received frame: the
-//! writer's pwritev copies it from there into the page cache, the only user-space-initiated copy
-//! of a body on the send path. A full writer inbox is
-//! SYSTEM_BUSY; a failed oneway send is counted and logged, never silent.
+//! when the writer replies. A plain send's records leave the body in the received frame, and the
+//! writer's pwritev copies it from there into the page cache: this path makes no user-space copy
+//! of a body (the connection's read loop may still move a partial frame when its buffer grows).
+//! A full writer inbox is SYSTEM_BUSY; a failed oneway send is counted and logged, never silent.
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
