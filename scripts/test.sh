@@ -4,7 +4,9 @@
 # ~/.cache/ringmq/target) so repeated runs and CI on this machine reuse them; a fresh machine
 # builds them from scratch with the same command.
 # RINGMQ_TEST_FLUSH_DISK_TYPE=SYNC_FLUSH runs every test broker under group commit instead of the
-# default ASYNC_FLUSH (tests that choose a flush mode keep theirs).
+# default ASYNC_FLUSH (tests that choose a flush mode keep theirs). The protocol-level tests
+# (tests/raw_*) run a second time that way at the end: SYNC_FLUSH takes other paths through the
+# writer (the group-commit thread publishes, dispatches and replies; keys are indexed later).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ringmq/target}"
@@ -15,3 +17,7 @@ cargo clippy --all-targets --locked -- -D warnings
 cargo build --locked --bins
 # Benchmarks are not tests: they run with `cargo bench` (see bench/RESULTS.md).
 cargo test --locked --lib --bins --tests -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
+raw_tests=()
+for f in tests/raw_*.rs; do raw_tests+=(--test "$(basename "$f" .rs)"); done
+RINGMQ_TEST_FLUSH_DISK_TYPE=SYNC_FLUSH \
+  cargo test --locked "${raw_tests[@]}" -- --test-threads="${RINGMQ_TEST_THREADS:-4}"

@@ -129,6 +129,9 @@ fn query_by_key_and_view_by_offset_id() {
     }
     let r = c.call(send_cmd("QueryT", 0, b"m-last", "KEYS\u{1}order-3\u{2}"));
     let last_id = r.ext("msgId").unwrap().to_string();
+    // Keys are indexed after the send is answered (as RocketMQ's index is built by its reput
+    // service); under SYNC_FLUSH only once the group commit made them durable.
+    wait_indexed(&mut c, "QueryT", "order-3", 2, Duration::from_secs(10));
     let query = |c: &mut Conn, key: &str| c.call(query_cmd("QueryT", key));
     let r = query(&mut c, "order-3");
     assert_eq!(r.code, 0, "{:?}", r.remark);
