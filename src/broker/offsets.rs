@@ -187,8 +187,7 @@ pub async fn search_offset_by_timestamp(
     let qid = queue_id(h.queue_id)?;
     let (t, ts, upper) = (h.topic.clone(), h.timestamp, h.boundary_upper);
     let off = on_owner(&shard, &h.topic, qid, move |s| {
-        s.apply_dispatched();
-        let queues = s.queues.borrow();
+        let queues = s.read_queues();
         match queues.get(&super::shard::QueueKey(t.as_str(), qid)) {
             Some(q) => q.cq.search_offset_by_timestamp(ts, upper, &mut |u| {
                 store_timestamp(s, u.phy_offset, u.size)

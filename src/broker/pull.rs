@@ -357,7 +357,7 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
         ans.next_begin_offset = max;
         return ans;
     }
-    let queues = s.queues.borrow();
+    let queues = s.read_queues();
     let Some(state) = queues.get(&crate::broker::shard::QueueKey(&q.topic, q.queue_id)) else {
         return ans;
     };

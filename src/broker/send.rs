@@ -240,7 +240,7 @@ async fn send_inner(
     let (records, uniq_keys) = if to_dlq || scans.iter().any(|s| s.rewrite) {
         encode_rewritten(shard, &target, &items, to_dlq)?
     } else {
-        encode_plain(shard, &target, &items, &scans)?
+        encode_plain(shard, &target, items, &scans)?
     };
 
     let outcome = append(shard, records, wait_flush).await?;
@@ -334,7 +334,7 @@ fn push_pair(
 fn encode_plain(
     shard: &Shard,
     t: &Target<'_>,
-    items: &[Item<'_>],
+    items: Vec<Item<'_>>,
     scans: &[Scan<'_>],
 ) -> Result<(Vec<AppendRecord>, String), BrokerError> {
     let ctx = &shard.ctx;
@@ -371,7 +371,7 @@ fn encode_plain(
     let mut buf = BytesMut::with_capacity(capacity);
     let mut records = Vec::with_capacity(items.len());
     let mut uniq_keys = String::with_capacity(spans.iter().map(|(_, (a, b))| b - a + 1).sum());
-    for ((item, sc), ((p0, p1), (u0, u1))) in items.iter().zip(scans).zip(spans) {
+    for ((item, sc), ((p0, p1), (u0, u1))) in items.into_iter().zip(scans).zip(spans) {
         let msg = MessageToStore {
             topic: t.topic,
             queue_id: t.queue_id,
@@ -419,7 +419,7 @@ fn encode_plain(
             keys: index,
             dispatch,
             bytes: buf.split(),
-            body: item.body.clone(),
+            body: item.body,
             body_at: body_at as u32,
         });
     }

@@ -252,11 +252,16 @@ impl Shard {
         }
     }
 
-    /// (min, max) logical offsets of a queue; (0, 0) when it has no ConsumeQueue yet.
-    /// Applies pending units first (`apply_dispatched`).
-    pub fn queue_bounds(&self, topic: &str, queue_id: u32) -> (u64, u64) {
+    /// The owned queues for reading, with every unit published so far applied first
+    /// (`apply_dispatched`): the one way queue state is read.
+    pub fn read_queues(&self) -> std::cell::Ref<'_, QueueMap> {
         self.apply_dispatched();
-        let queues = self.queues.borrow();
+        self.queues.borrow()
+    }
+
+    /// (min, max) logical offsets of a queue; (0, 0) when it has no ConsumeQueue yet.
+    pub fn queue_bounds(&self, topic: &str, queue_id: u32) -> (u64, u64) {
+        let queues = self.read_queues();
         match queues.get(&QueueKey(topic, queue_id)) {
             Some(q) => (q.cq.min_offset(), q.cq.max_offset()),
             None => (0, 0),
@@ -265,7 +270,7 @@ impl Shard {
 
     /// Reads one unit of an owned queue.
     pub fn unit_at(&self, topic: &str, queue_id: u32, offset: u64) -> Option<CqUnit> {
-        let queues = self.queues.borrow();
+        let queues = self.read_queues();
         queues.get(&QueueKey(topic, queue_id))?.cq.get(offset)
     }
 

@@ -224,14 +224,14 @@ impl WriterCore {
                 Msg::Abandon => return Ok(()),
             };
             let mut records = req.records.len();
-            let mut bytes: usize = req.records.iter().map(|r| r.bytes.len()).sum();
+            let mut bytes: usize = req.records.iter().map(|r| r.stored_len()).sum();
             let mut batch = vec![req];
             let mut stop = None;
             while records < WRITER_BATCH_MAX_RECORDS && bytes < WRITER_BATCH_MAX_BYTES {
                 match rx.try_recv() {
                     Ok(Msg::Append(r)) => {
                         records += r.records.len();
-                        bytes += r.records.iter().map(|r| r.bytes.len()).sum::<usize>();
+                        bytes += r.records.iter().map(|r| r.stored_len()).sum::<usize>();
                         batch.push(r);
                     }
                     Ok(other) => {
@@ -261,14 +261,14 @@ impl WriterCore {
         }
         let max = self.cfg.max_record_len();
         for rec in &req.records {
-            if rec.len() > max {
+            if rec.stored_len() > max {
                 return Err(StoreError::MessageTooLarge {
-                    size: rec.len(),
+                    size: rec.stored_len(),
                     max,
                 });
             }
             match message::peek_total_size(&rec.bytes) {
-                Ok(t) if t as usize == rec.len() && split_ok(rec) => {}
+                Ok(t) if t as usize == rec.stored_len() && split_ok(rec) => {}
                 _ => return Err(StoreError::Invalid("malformed record".into())),
             }
         }
@@ -338,7 +338,7 @@ impl WriterCore {
                 } else {
                     0
                 };
-                match self.log.place(&rec.bytes, rec.len()) {
+                match self.log.place(&rec.bytes, rec.stored_len()) {
                     Ok(phy) => {
                         message::patch(&mut rec.bytes, qo as i64, phy as i64, ts);
                         phys.push(phy);
@@ -346,7 +346,7 @@ impl WriterCore {
                         if rec.dispatch {
                             let unit = CqUnit {
                                 phy_offset: phy,
-                                size: rec.len() as u32,
+                                size: rec.stored_len() as u32,
                                 tags_code: rec.tags_code,
                             };
                             let extended = units.last_mut().is_some_and(|r: &mut DispatchRun| {

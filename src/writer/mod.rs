@@ -80,14 +80,9 @@ impl AppendRecord {
         }
     }
 
-    /// The stored record's length.
-    pub fn len(&self) -> usize {
+    /// The stored record's length, body included.
+    pub fn stored_len(&self) -> usize {
         self.bytes.len() + self.body.len()
-    }
-
-    /// Never true for a record that passed `encode` (kept for clippy's `len_without_is_empty`).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The record as written: up to the body, the body, the rest. A split point outside
