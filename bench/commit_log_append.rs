@@ -147,7 +147,10 @@ fn sync_rate(root: PathBuf, threads: u64, secs: u64) -> (f64, f64, u64) {
 
 /// The broker's shape: `shards` threads (as the glommio shard cores) keep `inflight` appends
 /// outstanding between them, each reply coming back over the shard's channel and a new append
-/// going out in its place. Returns (MB/s, msg/s, messages).
+/// going out in its place. Like a shard (`Shard::wake_writer_soon`), a thread takes every reply
+/// that has arrived, queues the replacements and wakes the writer once for the burst; waking it
+/// per request let the writer preempt the thread after each one and write batches of one record.
+/// Returns (MB/s, msg/s, messages).
 fn sync_rate_shards(root: PathBuf, shards: u64, inflight: u64, secs: u64) -> (f64, f64, u64) {
     let (w, stop, count, t) = start_sync_run(root);
     let handles: Vec<_> = (0..shards)
@@ -167,24 +170,33 @@ fn sync_rate_shards(root: PathBuf, shards: u64, inflight: u64, secs: u64) -> (f6
                             let _ignored = tx.send(());
                         }),
                     };
-                    while let Err(back) = s.try_append(req) {
+                    while let Err(back) = s.try_append_unwoken(req) {
                         req = back;
+                        s.wake();
                         std::thread::yield_now();
                     }
                 };
                 for n in 0..mine {
                     submit(n);
                 }
+                s.wake();
                 let mut outstanding = mine;
                 let mut n = mine;
                 while outstanding > 0 {
                     done_rx.recv().expect("reply");
-                    count.fetch_add(1, Ordering::Relaxed);
-                    outstanding -= 1;
+                    let mut replies = 1;
+                    while done_rx.try_recv().is_ok() {
+                        replies += 1;
+                    }
+                    count.fetch_add(replies, Ordering::Relaxed);
+                    outstanding -= replies;
                     if !stop.load(Ordering::Relaxed) {
-                        submit(n);
-                        n += 1;
-                        outstanding += 1;
+                        for _ in 0..replies {
+                            submit(n);
+                            n += 1;
+                        }
+                        outstanding += replies;
+                        s.wake();
                     }
                 }
             })
