@@ -116,6 +116,10 @@ fn split_ok(rec: &AppendRecord) -> bool {
         && message::store_timestamp_offset(flag) + 8 <= at
 }
 
+/// How many of a batch's latest dispatch runs a unit may continue (one per queue of a topic
+/// spread over this many queues or fewer).
+const DISPATCH_RUN_LOOKBACK: usize = 16;
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -306,7 +310,9 @@ impl WriterCore {
         let ts = now_ms();
         let mark = self.log.mark();
         let start_phy = self.log.max_phy_offset();
-        let mut undo: Vec<(usize, usize, u64)> = Vec::new(); // (req, rec, previous next offset)
+        let records: usize = ok_reqs.iter().map(|r| r.records.len()).sum();
+        // (req, rec, previous next offset)
+        let mut undo: Vec<(usize, usize, u64)> = Vec::with_capacity(records);
         let mut placed: Vec<(Vec<u64>, Vec<u64>)> = Vec::with_capacity(ok_reqs.len());
         let mut units = Vec::new();
         let mut failure = None;
@@ -349,9 +355,12 @@ impl WriterCore {
                                 size: rec.stored_len() as u32,
                                 tags_code: rec.tags_code,
                             };
-                            let extended = units.last_mut().is_some_and(|r: &mut DispatchRun| {
-                                r.try_extend(topic, rec.queue_id, qo, unit)
-                            });
+                            // Producers spread sends over the queues round robin, so the
+                            // run this unit continues is often a few runs back: one run (and
+                            // one allocation) per queue and batch, not per record.
+                            let extended = units.iter_mut().rev().take(DISPATCH_RUN_LOOKBACK).any(
+                                |r: &mut DispatchRun| r.try_extend(topic, rec.queue_id, qo, unit),
+                            );
                             if !extended {
                                 units.push(DispatchRun {
                                     topic: topic.clone(),
@@ -444,7 +453,7 @@ impl WriterCore {
     /// publish go to the group-commit thread; keys are indexed once the batch is durable.
     fn hand_to_group_commit(&mut self, w: Written, files: Vec<(u64, Arc<std::fs::File>)>) {
         let index_enabled = self.index.is_some();
-        let mut waiters: Vec<(AppendReply, AppendOutcome)> = Vec::new();
+        let mut waiters: Vec<(AppendReply, AppendOutcome)> = Vec::with_capacity(w.reqs.len());
         let mut to_index = Vec::new();
         for (req, (phys, qos)) in w.reqs.into_iter().zip(w.placed) {
             let AppendRequest {

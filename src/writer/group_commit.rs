@@ -34,7 +34,7 @@ pub struct GroupCommitRequest {
     /// End of the batch's last record.
     pub upto_phy: u64,
     pub store_timestamp: i64,
-    /// Consume-queue units of the batch, in commit-log order.
+    /// Consume-queue units of the batch, each queue's in queue-offset order.
     pub units: Vec<DispatchRun>,
     /// Replies of the batch's wait_flush requests with their outcome.
     pub waiters: Vec<(AppendReply, AppendOutcome)>,
@@ -208,7 +208,7 @@ impl Committer {
         self.published.max_phy.store(upto, Ordering::Release);
         let now = Instant::now();
         let mut units = Vec::new();
-        let mut waiters = Vec::new();
+        let mut waiters = Vec::with_capacity(group.iter().map(|r| r.waiters.len()).sum());
         for req in group {
             if units.is_empty() {
                 units = req.units;

@@ -181,8 +181,10 @@ pub fn with_topics(
     })
 }
 
-/// What became visible, in commit-log order: consecutive units of one queue from one batch
-/// (`units[i]` has queue offset `first_queue_offset + i`). A send of 32 messages is one run, so
+/// What became visible: units of one queue from one batch (`units[i]` has queue offset
+/// `first_queue_offset + i`). Each queue's runs come in queue-offset order; runs of different
+/// queues need not follow the commit log (a run continues across other queues' records, so
+/// round-robin sends make one run per queue and batch). A send of 32 messages is one run, so
 /// the topic's `Arc` is cloned, hashed and dropped once per run rather than once per message:
 /// per-message refcount traffic between the writer and the shards cost ~7 % of W3's CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -97,8 +97,9 @@ fn shape_of(v: &[(&str, u32, u64, usize)]) -> Vec<(String, u32, u64, usize)> {
         .collect()
 }
 
-/// Proves consecutive records of one queue become one run, and that a change of queue or
-/// topic, or a record that is not dispatched, ends it (with the right offsets and sizes).
+/// Proves the records of one queue in a batch become one run, even with other queues' records
+/// (or a record that is not dispatched) between them, with the right offsets and sizes, and
+/// that a later batch starts runs of its own.
 #[test]
 fn units_of_one_queue_are_dispatched_as_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -124,15 +125,14 @@ fn units_of_one_queue_are_dispatched_as_runs() {
     let again = append_wait(&s, vec![record("A", 0, b"a4", "")], true).unwrap();
     w.shutdown().unwrap();
     let runs = col.0.lock().unwrap().clone();
-    // The "held" record neither takes a queue offset nor breaks the run of A/0 (a2, a3), but
-    // the second request is a batch of its own.
+    // a2 and a3 continue the run of A/0 across A/1, B/1 and the "held" record, which takes no
+    // queue offset; the second request is a batch of its own.
     assert_eq!(
         col.shape(),
         shape_of(&[
-            ("A", 0, 0, 2),
+            ("A", 0, 0, 4),
             ("A", 1, 0, 1),
             ("B", 1, 0, 1),
-            ("A", 0, 2, 2),
             ("A", 0, 4, 1)
         ])
     );
@@ -140,12 +140,48 @@ fn units_of_one_queue_are_dispatched_as_runs() {
         .iter()
         .flat_map(|r| r.iter().map(|(_, u)| u.phy_offset))
         .collect();
-    let mut expected: Vec<u64> = out.phy_offsets.clone();
-    expected.remove(5);
+    let p = &out.phy_offsets;
+    let mut expected = vec![p[0], p[1], p[4], p[6], p[2], p[3]];
     expected.extend(&again.phy_offsets);
     assert_eq!(phys, expected);
     let offsets: Vec<u64> = runs.iter().flat_map(|r| r.iter().map(|(q, _)| q)).collect();
-    assert_eq!(offsets, vec![0, 1, 0, 0, 2, 3, 4]);
+    assert_eq!(offsets, vec![0, 1, 2, 3, 0, 0, 4]);
+}
+
+/// Proves a batch spread round robin over queues dispatches every unit once, each queue's in
+/// offset order with the phy offset of its record: over 8 queues as one run per queue, over
+/// more queues than a unit looks back (20) as runs of one.
+#[test]
+fn units_spread_over_queues_keep_each_queue_in_order() {
+    for (queues, runs_expected) in [(8u32, 8usize), (20, 60)] {
+        let dir = tempfile::tempdir().unwrap();
+        let c = StoreConfig {
+            flush_disk_type: FlushDiskType::AsyncFlush,
+            ..cfg(dir.path(), 256 << 10)
+        };
+        let col = RunCollector::default();
+        let w = start(&c, Box::new(col.clone()));
+        let s = w.clone_sender();
+        let n = 3 * queues;
+        let recs: Vec<_> = (0..n).map(|i| record("A", i % queues, b"x", "")).collect();
+        let out = append_wait(&s, recs, true).unwrap();
+        w.shutdown().unwrap();
+        let runs = col.0.lock().unwrap().clone();
+        let mut seen: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+        for r in &runs {
+            for (qo, u) in r.iter() {
+                seen.entry(r.queue_id).or_default().push((qo, u.phy_offset));
+            }
+        }
+        assert_eq!(seen.len(), queues as usize);
+        for (q, units) in seen {
+            let expected: Vec<(u64, u64)> = (0..3u32)
+                .map(|k| (u64::from(k), out.phy_offsets[(k * queues + q) as usize]))
+                .collect();
+            assert_eq!(units, expected, "queue {q} of {queues}");
+        }
+        assert_eq!(runs.len(), runs_expected, "{queues} queues");
+    }
 }
 
 /// Proves a record without a topic continues the previous record's (queue offsets and units
