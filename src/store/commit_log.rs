@@ -12,6 +12,7 @@
 use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 
+use crate::constants::OS_PAGE_SIZE;
 use crate::protocol::message::{self, BLANK_MAGIC, BLANK_MARKER_LEN};
 use crate::store::allocator::SegmentAllocator;
 use crate::store::config::StoreConfig;
@@ -22,6 +23,8 @@ use crate::store::StoreError;
 
 /// Records per pwritev call (IOV_MAX is 1024 on Linux).
 const IOV_BATCH: usize = 1024;
+/// The zeros that complete a write's last page in a warmed segment (`write_placed`).
+static ZERO_PAGE: [u8; OS_PAGE_SIZE as usize] = [0; OS_PAGE_SIZE as usize];
 
 pub struct CommitLog {
     dir: PathBuf,
@@ -244,6 +247,13 @@ impl CommitLog {
     /// (ARCHITECTURE.md, "Writing the segment"). A record is given as up to three consecutive
     /// parts (empty ones are skipped): the send path's records keep their body in the received
     /// frame. Must run before anything publishes, reads or flushes them.
+    ///
+    /// In a warmed segment each pwritev ends on a page boundary, completed with zeros (bytes past
+    /// the end, which the segment holds as zeros anyway; never in a closed segment, whose blank
+    /// marker follows its last record): warming writes around the page cache,
+    /// and a write that covers only part of an uncached page of written blocks makes the kernel
+    /// read that page from the disk first, on this thread. The next write begins in that page,
+    /// now cached.
     pub fn write_placed(
         &mut self,
         recs: &[(u64, [&[u8]; 3])],
@@ -255,7 +265,8 @@ impl CommitLog {
             let seg_end = self.segment_end_of(start);
             let mut iov = Vec::with_capacity(((recs.len() - i) * 3).min(IOV_BATCH));
             let mut next = start;
-            while i < recs.len() && recs[i].0 == next && iov.len() + 3 <= IOV_BATCH {
+            // One iovec kept for the zeros that end the run on a page boundary.
+            while i < recs.len() && recs[i].0 == next && iov.len() + 4 <= IOV_BATCH {
                 let (phy, parts) = recs[i];
                 let len: usize = parts.iter().map(|p| p.len()).sum();
                 if phy + len as u64 > seg_end {
@@ -274,6 +285,14 @@ impl CommitLog {
                 return Err(StoreError::Invalid(format!(
                     "record at {start} was not placed by this commit log"
                 )));
+            }
+            // Not in a segment already closed: its blank marker, written by `place`, follows
+            // the last record, and the zeros would overwrite it. The marker's write left that
+            // page cached.
+            let in_page = ((next - (seg_end - self.segment_size)) % OS_PAGE_SIZE) as usize;
+            if self.warm && in_page != 0 && self.wrote < seg_end {
+                let pad = (OS_PAGE_SIZE as usize - in_page).min((seg_end - next) as usize);
+                iov.push(IoSlice::new(&ZERO_PAGE[..pad]));
             }
             self.write_run(start, &mut iov)?;
         }
@@ -450,4 +469,102 @@ pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, StoreError> {
     }
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::message::decode;
+    use crate::writer::testkit::record;
+
+    /// Proves the zeros that end a write on a page boundary never cover a closed segment's
+    /// blank marker: a batch whose second record rolls the log to the next segment is written
+    /// after `place` wrote the marker behind its first record.
+    #[test]
+    fn a_batch_across_a_roll_keeps_the_blank_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = 64u64 << 10;
+        let cfg = StoreConfig {
+            warm_mapped_file: Some(true),
+            mapped_file_size_commit_log: seg,
+            ..StoreConfig::with_root(dir.path())
+        };
+        let mut log = CommitLog::load(&cfg, None).unwrap();
+        log.recover_to(0, 0).unwrap();
+        // Fill the segment so that `small` fits behind the filler, with 500 bytes to spare,
+        // and `big` does not.
+        let small = record("T", 0, &[2u8; 100], "");
+        let big = record("T", 0, &[3u8; 1_000], "");
+        let head = record("T", 0, b"", "").bytes.len();
+        let fill_len = seg as usize - small.bytes.len() - 500;
+        let filler = record("T", 0, &vec![1u8; fill_len - head], "");
+        assert_eq!(filler.bytes.len(), fill_len);
+        log.append(&filler.bytes, 0, 1).unwrap();
+        let mut a = small.bytes.to_vec();
+        let mut b = big.bytes.to_vec();
+        let pa = log.place(&a, a.len()).unwrap();
+        let pb = log.place(&b, b.len()).unwrap();
+        assert_eq!(
+            (pa, pb),
+            (fill_len as u64, seg),
+            "the second record rolls the log"
+        );
+        message::patch(&mut a, 1, pa as i64, 1);
+        message::patch(&mut b, 2, pb as i64, 1);
+        log.write_placed(&[(pa, [&a, &[], &[]]), (pb, [&b, &[], &[]])], 1)
+            .unwrap();
+        let marker_at = pa + a.len() as u64;
+        let marker = log.read(marker_at, BLANK_MARKER_LEN as u32).unwrap();
+        let total = u32::from_be_bytes(marker[..4].try_into().unwrap());
+        let magic = u32::from_be_bytes(marker[4..8].try_into().unwrap());
+        assert_eq!((u64::from(total), magic), (seg - marker_at, BLANK_MAGIC));
+        assert_eq!(
+            decode(log.read(pb, b.len() as u32).unwrap(), true)
+                .unwrap()
+                .body,
+            &[3u8; 1_000][..]
+        );
+    }
+
+    /// Bytes this thread had the block layer read (`/proc/thread-self/io`), if the kernel counts.
+    fn thread_read_bytes() -> Option<u64> {
+        let io = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+        io.lines()
+            .find_map(|l| l.strip_prefix("read_bytes: "))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// Proves appends of odd sizes to a warmed segment read nothing from the disk (warming
+    /// leaves no cached pages, and a write covering part of an uncached page of written blocks
+    /// would read it first), leave zeros past the end of the log, and read back byte for byte.
+    #[test]
+    fn appends_to_a_warmed_segment_read_nothing_from_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = StoreConfig {
+            warm_mapped_file: Some(true),
+            mapped_file_size_commit_log: 1 << 20,
+            ..StoreConfig::with_root(dir.path())
+        };
+        let mut log = CommitLog::load(&cfg, None).unwrap();
+        log.recover_to(0, 0).unwrap();
+        let before = thread_read_bytes();
+        let mut placed = Vec::new();
+        for i in 0..40usize {
+            let body = vec![i as u8; 700 + 13 * i];
+            let rec = record("T", 0, &body, "");
+            let phy = log.append(&rec.bytes, i as u64, 1).unwrap();
+            placed.push((phy, rec.bytes.len() as u32, body));
+        }
+        if let (Some(b), Some(a)) = (before, thread_read_bytes()) {
+            assert_eq!(a - b, 0, "appending read from the disk");
+        }
+        for (phy, size, body) in &placed {
+            let got = decode(log.read(*phy, *size).unwrap(), true).unwrap();
+            assert_eq!((got.body, got.phy_offset), (&body[..], *phy as i64));
+        }
+        let end = log.max_phy_offset() as usize;
+        let name = crate::store::mapped_file::segment_file_name(0);
+        let file = std::fs::read(cfg.commit_log_dir().join(name)).unwrap();
+        assert!(file[end..].iter().all(|&b| b == 0), "bytes past the end");
+    }
 }
