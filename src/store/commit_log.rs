@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::constants::OS_PAGE_SIZE;
 use crate::protocol::message::{self, BLANK_MAGIC, BLANK_MARKER_LEN};
 use crate::store::allocator::SegmentAllocator;
-use crate::store::config::StoreConfig;
+use crate::store::config::{FlushDiskType, StoreConfig};
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::files::StoreLock;
 use crate::store::mapped_file::{parse_segment_name, sync_dir, MappedFile, Warm};
@@ -36,6 +36,8 @@ pub struct CommitLog {
     max_record_len: usize,
     fault: Option<FaultHook>,
     warm: bool,
+    /// SYNC_FLUSH: start writeback of each write at once (`write_run`).
+    start_writeback: bool,
     allocator: Option<SegmentAllocator>,
     last_store_timestamp: i64,
     flushed_store_timestamp: i64,
@@ -95,6 +97,7 @@ impl CommitLog {
             max_record_len: cfg.max_record_len(),
             fault: cfg.fault.clone(),
             warm: cfg.warm_segments(),
+            start_writeback: cfg.flush_disk_type == FlushDiskType::SyncFlush,
             allocator: None,
             last_store_timestamp: 0,
             flushed_store_timestamp: 0,
@@ -341,6 +344,27 @@ impl CommitLog {
             }
             off += n as u64;
             IoSlice::advance_slices(&mut bufs, n as usize);
+        }
+        if self.start_writeback {
+            // Under SYNC_FLUSH the group commit's fdatasync comes within a round: starting the
+            // pages' writeback now puts the data write under the hand-over to the sync thread,
+            // leaving mostly the cache flush to the fdatasync (0.14 -> 0.11 ms, +6-9 % in the
+            // SYNC bench). Advisory only: a failed write-out is reported by that fdatasync,
+            // which refuses further appends.
+            let from = (phy - seg.start()) as libc::off64_t;
+            // SAFETY: plain syscall on the segment's open fd; the range lies in the file.
+            let rc = unsafe {
+                libc::sync_file_range(
+                    seg.raw_fd(),
+                    from,
+                    total as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                )
+            };
+            if rc != 0 {
+                let e = std::io::Error::last_os_error();
+                tracing::debug!(path = %seg.path().display(), error = %e, "starting writeback");
+            }
         }
         Ok(())
     }
