@@ -18,8 +18,8 @@
 //! this 2-vCPU VM runs 1 shard, as the writer takes the other core),
 //! RINGMQ_BENCH_WARM (unset: the store's default, segments zero-filled under SYNC_FLUSH only;
 //! 0 or 1 forces `warmMapedFileEnable` off or on, to see what warming buys),
-//! RINGMQ_BENCH_ONLY=async|sync (only the ASYNC run, or only the shard-shaped SYNC run, and no
-//! ratio: for comparing settings back to back or profiling one of them).
+//! RINGMQ_BENCH_ONLY=async|sync|sync-threads (only the ASYNC run, the shard-shaped SYNC run or
+//! the thread-shaped one, and no ratio: for comparing settings back to back or profiling one).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -276,11 +276,18 @@ fn main() {
                      {mbs:.1} MB/s, {msgs:.0} msg/s ({n} msgs)"
                 );
             }
+            "sync-threads" => {
+                let (mbs, msgs, n) = sync_rate(dir.join("sync"), threads, sync_secs);
+                println!(
+                    "SYNC_FLUSH append, {threads} appender threads (one blocking append each): \
+                     {mbs:.1} MB/s, {msgs:.0} msg/s ({n} msgs)"
+                );
+            }
             "async" => {
                 let (mbs, msgs) = async_rate(dir.join("async"), (mb << 20) / 1024);
                 println!("ASYNC_FLUSH append: {mbs:.0} MB/s, {msgs:.0} msg/s");
             }
-            other => panic!("RINGMQ_BENCH_ONLY={other}: expected async or sync"),
+            other => panic!("RINGMQ_BENCH_ONLY={other}: expected async, sync or sync-threads"),
         }
         std::fs::remove_dir_all(&dir).expect("clean bench dir");
         return;
