@@ -91,6 +91,16 @@ impl RunCollector {
     }
 }
 
+/// An ASYNC_FLUSH writer over `dir` whose dispatched runs the collector keeps.
+fn start_collecting_runs(dir: &std::path::Path) -> (WriterHandle, RunCollector) {
+    let c = StoreConfig {
+        flush_disk_type: FlushDiskType::AsyncFlush,
+        ..cfg(dir, 256 << 10)
+    };
+    let col = RunCollector::default();
+    (start(&c, Box::new(col.clone())), col)
+}
+
 fn shape_of(v: &[(&str, u32, u64, usize)]) -> Vec<(String, u32, u64, usize)> {
     v.iter()
         .map(|&(t, q, o, n)| (t.to_string(), q, o, n))
@@ -103,12 +113,7 @@ fn shape_of(v: &[(&str, u32, u64, usize)]) -> Vec<(String, u32, u64, usize)> {
 #[test]
 fn units_of_one_queue_are_dispatched_as_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let c = StoreConfig {
-        flush_disk_type: FlushDiskType::AsyncFlush,
-        ..cfg(dir.path(), 256 << 10)
-    };
-    let col = RunCollector::default();
-    let w = start(&c, Box::new(col.clone()));
+    let (w, col) = start_collecting_runs(dir.path());
     let s = w.clone_sender();
     let mut held = record("A", 0, b"held", "");
     held.dispatch = false;
@@ -155,12 +160,7 @@ fn units_of_one_queue_are_dispatched_as_runs() {
 fn units_spread_over_queues_keep_each_queue_in_order() {
     for (queues, runs_expected) in [(8u32, 8usize), (20, 60)] {
         let dir = tempfile::tempdir().unwrap();
-        let c = StoreConfig {
-            flush_disk_type: FlushDiskType::AsyncFlush,
-            ..cfg(dir.path(), 256 << 10)
-        };
-        let col = RunCollector::default();
-        let w = start(&c, Box::new(col.clone()));
+        let (w, col) = start_collecting_runs(dir.path());
         let s = w.clone_sender();
         let n = 3 * queues;
         let recs: Vec<_> = (0..n).map(|i| record("A", i % queues, b"x", "")).collect();
