@@ -214,7 +214,7 @@ impl MappedFile {
                     continue;
                 }
                 if direct.is_none() && off - written_back >= WARM_WRITEBACK_BYTES {
-                    self.start_writeback(written_back, off);
+                    self.start_writeback(written_back as u64, off as u64);
                     written_back = off;
                 }
             }
@@ -249,8 +249,9 @@ impl MappedFile {
         }
     }
 
-    /// Starts writeback of `[from, to)` without waiting; the final fdatasync reports errors.
-    fn start_writeback(&self, from: usize, to: usize) {
+    /// Starts writeback of the file's bytes `[from, to)` without waiting. Advisory: a failure is
+    /// logged, and the fdatasync that follows reports any write error.
+    pub(crate) fn start_writeback(&self, from: u64, to: u64) {
         // SAFETY: plain syscall on a valid, owned fd; the range lies in the file.
         let rc = unsafe {
             libc::sync_file_range(
@@ -262,7 +263,7 @@ impl MappedFile {
         };
         if rc != 0 {
             let e = io::Error::last_os_error();
-            tracing::debug!(path = %self.path.display(), error = %e, "starting writeback of warmed zeros");
+            tracing::debug!(path = %self.path.display(), error = %e, "starting writeback");
         }
     }
 
