@@ -8,7 +8,8 @@
 //! With warming on (SYNC_FLUSH by default, `StoreConfig::warm_segments`), the thread also writes
 //! zeros over the new segment. `take` raises the `wanted` flag and unparks the helper first, so a
 //! writer that catches up with the warming waits for one 1 MiB write at most, never for the
-//! whole segment or a pacing pause.
+//! whole segment or a pacing pause. While group commits run, the warming writes in the disk's
+//! idle windows the group-commit thread signals through the allocator's `WarmGate`.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +20,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::store::fault::FaultHook;
 use crate::store::mapped_file::{MappedFile, Warm};
+use crate::store::warm_gate::WarmGate;
 use crate::store::StoreError;
 
 type Allocated = (u64, Result<MappedFile, StoreError>);
@@ -33,6 +35,8 @@ pub struct SegmentAllocator {
     rx: Receiver<Allocated>,
     pending: Option<u64>,
     thread: Option<JoinHandle<()>>,
+    /// Group commits tell the warming when the disk is idle (see `warm_gate`).
+    gate: Arc<WarmGate>,
 }
 
 impl SegmentAllocator {
@@ -47,13 +51,14 @@ impl SegmentAllocator {
         let (res_tx, res_rx) = bounded::<Allocated>(1);
         let (d, f) = (dir.clone(), fault.clone());
         let wanted = Arc::new(AtomicBool::new(false));
-        let w = wanted.clone();
+        let gate = Arc::new(WarmGate::default());
+        let (w, g) = (wanted.clone(), gate.clone());
         let thread = std::thread::Builder::new()
             .name("ringmq-prealloc".into())
             .spawn(move || {
                 for start in req_rx {
                     let how = if warm {
-                        Warm::UntilWanted(&w)
+                        Warm::UntilWanted(&w, Some(&g))
                     } else {
                         Warm::Off
                     };
@@ -64,6 +69,7 @@ impl SegmentAllocator {
                 }
             })
             .map_err(|e| StoreError::io(&dir, e))?;
+        gate.set_warmer(thread.thread().clone());
         Ok(SegmentAllocator {
             dir,
             size,
@@ -73,7 +79,13 @@ impl SegmentAllocator {
             rx: res_rx,
             pending: None,
             thread: Some(thread),
+            gate,
         })
+    }
+
+    /// What the group commit tells the warming thread (see `warm_gate`).
+    pub fn warm_gate(&self) -> Arc<WarmGate> {
+        self.gate.clone()
     }
 
     /// Starts allocating the segment at `start` in the background (no-op if one is pending).

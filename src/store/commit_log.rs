@@ -11,6 +11,7 @@
 
 use std::io::IoSlice;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::constants::OS_PAGE_SIZE;
 use crate::protocol::message::{self, BLANK_MAGIC, BLANK_MARKER_LEN};
@@ -19,6 +20,7 @@ use crate::store::config::{FlushDiskType, StoreConfig};
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::files::StoreLock;
 use crate::store::mapped_file::{parse_segment_name, sync_dir, MappedFile, Warm};
+use crate::store::warm_gate::WarmGate;
 use crate::store::StoreError;
 
 /// Records per pwritev call (IOV_MAX is 1024 on Linux).
@@ -309,6 +311,15 @@ impl CommitLog {
         }
         self.last_store_timestamp = store_timestamp;
         Ok(())
+    }
+
+    /// The gate through which group commits let the next segment's warming use the disk's
+    /// idle windows (None before `recover_to` or with warming off).
+    pub fn warm_gate(&self) -> Option<Arc<WarmGate>> {
+        self.allocator
+            .as_ref()
+            .filter(|_| self.warm)
+            .map(SegmentAllocator::warm_gate)
     }
 
     fn segment_end_of(&self, phy: u64) -> u64 {

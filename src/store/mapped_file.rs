@@ -20,6 +20,7 @@ use memmap2::{MmapMut, MmapOptions};
 
 use crate::constants::SEGMENT_FILE_NAME_LEN;
 use crate::store::fault::{FaultHook, FaultPoint};
+use crate::store::warm_gate::{WarmGate, ROUNDS_RUNNING_WITHIN};
 use crate::store::StoreError;
 
 pub struct MappedFile {
@@ -49,8 +50,9 @@ pub enum Warm<'a> {
     /// The whole segment, before `create` returns (a segment the writer needs now).
     Full,
     /// Until the flag is set (the allocator thread; the writer sets it, and unparks that thread,
-    /// when it wants the file).
-    UntilWanted(&'a AtomicBool),
+    /// when it wants the file), writing in the disk's idle windows while the gate's group
+    /// commits run.
+    UntilWanted(&'a AtomicBool, Option<&'a WarmGate>),
 }
 
 /// `%020d` of the segment's first global offset.
@@ -130,8 +132,8 @@ impl MappedFile {
         let mf = Self::map(path, file, start, size)?;
         match warm {
             Warm::Off => {}
-            Warm::Full => mf.zero_fill(None),
-            Warm::UntilWanted(wanted) => mf.zero_fill(Some(wanted)),
+            Warm::Full => mf.zero_fill(None, None),
+            Warm::UntilWanted(wanted, gate) => mf.zero_fill(Some(wanted), gate),
         }
         Ok(mf)
     }
@@ -187,8 +189,11 @@ impl MappedFile {
     /// In the background (`wanted` given) the zeros go out at most `WARM_BYTES_PER_SEC`: written
     /// at full speed, 1 GiB of zeros competed with the active segment's group commits for the
     /// disk (SYNC_FLUSH bench: 168-210k msg/s with the burst, 200-219k without any background
-    /// warming).
-    fn zero_fill(&self, wanted: Option<&AtomicBool>) {
+    /// warming). While the `gate`'s group commits run, a chunk goes out only right after one
+    /// completes, sized to the round (`WarmGate::window_chunk`), and a round is skipped while
+    /// ahead of that pace: zeros written at any moment held the rounds' own writes up (see
+    /// `warm_gate`).
+    fn zero_fill(&self, wanted: Option<&AtomicBool>, gate: Option<&WarmGate>) {
         let buf = vec![0u8; WARM_CHUNK + DIRECT_ALIGN];
         let at = buf.as_ptr().align_offset(DIRECT_ALIGN);
         let zeros = &buf[at..at + WARM_CHUNK];
@@ -200,25 +205,43 @@ impl MappedFile {
         let started = Instant::now();
         let mut off = 0usize;
         let mut written_back = 0usize;
+        let mut seen_round = gate.map_or(0, WarmGate::rounds);
         while off < self.map.len() {
+            let mut chunk = WARM_CHUNK;
             if let Some(w) = wanted {
                 if w.load(Ordering::Acquire) {
                     tracing::debug!(path = %self.path.display(), off, "segment wanted before it was warm");
                     return;
                 }
                 let due = Duration::from_secs_f64(off as f64 / WARM_BYTES_PER_SEC as f64);
-                if let Some(ahead) = due.checked_sub(started.elapsed()) {
-                    // Parked, not slept: `SegmentAllocator::take` unparks this thread after
-                    // raising `wanted`, so the writer never waits out a pacing pause.
-                    std::thread::park_timeout(ahead);
-                    continue;
+                let ahead = due.checked_sub(started.elapsed());
+                // Parked, not slept: `SegmentAllocator::take` unparks this thread after raising
+                // `wanted`, and the gate after each round, so the writer never waits out a
+                // pacing pause and a window is not missed.
+                match gate.filter(|g| g.rounds_running()) {
+                    Some(g) => {
+                        let round = g.rounds();
+                        let fresh = round != seen_round;
+                        seen_round = round;
+                        if !fresh || ahead.is_some() {
+                            std::thread::park_timeout(ROUNDS_RUNNING_WITHIN);
+                            continue;
+                        }
+                        chunk = g.window_chunk(WARM_CHUNK, DIRECT_ALIGN);
+                    }
+                    None => {
+                        if let Some(ahead) = ahead {
+                            std::thread::park_timeout(ahead);
+                            continue;
+                        }
+                    }
                 }
                 if direct.is_none() && off - written_back >= WARM_WRITEBACK_BYTES {
                     self.start_writeback(written_back as u64, off as u64);
                     written_back = off;
                 }
             }
-            let len = WARM_CHUNK.min(self.map.len() - off);
+            let len = chunk.min(self.map.len() - off);
             let fd = match direct.as_ref() {
                 Some(d) if len.is_multiple_of(DIRECT_ALIGN) && off.is_multiple_of(DIRECT_ALIGN) => {
                     d.as_raw_fd()
@@ -421,7 +444,8 @@ mod tests {
     fn a_wanted_segment_is_handed_over_unwarmed() {
         let dir = tempfile::tempdir().unwrap();
         let wanted = AtomicBool::new(true);
-        let seg = MappedFile::create(dir.path(), 0, SEG, None, Warm::UntilWanted(&wanted)).unwrap();
+        let seg =
+            MappedFile::create(dir.path(), 0, SEG, None, Warm::UntilWanted(&wanted, None)).unwrap();
         assert_eq!(seg.size(), SEG);
         assert!(seg.bytes().iter().all(|&b| b == 0));
         if let Some((_, unwritten)) = unwritten_extents(seg.file()) {
@@ -431,6 +455,67 @@ mod tests {
                 unwritten, cold_unwritten,
                 "no block was written after the flag"
             );
+        }
+    }
+
+    /// While group commits run, the background warming writes only right after a round, about
+    /// a round's bytes each time: a segment takes many rounds (time-paced alone it would be done
+    /// in a fraction of them), and ends fully warmed.
+    #[test]
+    fn warming_under_group_commit_waits_for_rounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wanted, gate) = (AtomicBool::new(false), WarmGate::default());
+        let round = 64u64 << 10;
+        gate.round_done(round);
+        let mut rounds = 0u32;
+        let seg = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                MappedFile::create(
+                    dir.path(),
+                    0,
+                    SEG,
+                    None,
+                    Warm::UntilWanted(&wanted, Some(&gate)),
+                )
+            });
+            while !h.is_finished() {
+                std::thread::sleep(Duration::from_millis(1));
+                gate.round_done(round);
+                rounds += 1;
+            }
+            h.join().unwrap().unwrap()
+        });
+        assert!(seg.bytes().iter().all(|&b| b == 0));
+        // 80 KiB per round: at least 51 rounds for 4 MiB. The time pace alone (256 MiB/s)
+        // needs 16 ms, i.e. about 16 of these 1 ms rounds.
+        let per_round = (round + round / 4) as u32;
+        assert!(
+            rounds >= SEG as u32 / per_round - 1,
+            "warmed in {rounds} rounds"
+        );
+        if let Some((_, unwritten)) = unwritten_extents(seg.file()) {
+            assert_eq!(unwritten, 0, "warming left unwritten extents");
+        }
+    }
+
+    /// Once rounds stop, the warming goes on at its time pace and finishes the segment.
+    #[test]
+    fn warming_goes_on_when_rounds_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wanted, gate) = (AtomicBool::new(false), WarmGate::default());
+        gate.round_done(64 << 10);
+        let t = Instant::now();
+        let seg = MappedFile::create(
+            dir.path(),
+            0,
+            SEG,
+            None,
+            Warm::UntilWanted(&wanted, Some(&gate)),
+        )
+        .unwrap();
+        assert!(t.elapsed() < Duration::from_secs(5), "finished by time");
+        if let Some((_, unwritten)) = unwritten_extents(seg.file()) {
+            assert_eq!(unwritten, 0, "warming left unwritten extents");
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod mapped_file;
 pub mod reader;
 pub mod recovery;
 pub mod retention;
+pub mod warm_gate;
 
 pub use consume_queue::{list_queues, ConsumeQueue, CqSyncJob, CqUnit, CQ_UNIT_SIZE};
 pub use index_file::IndexService;

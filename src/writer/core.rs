@@ -153,6 +153,7 @@ impl WriterCore {
                     published.clone(),
                     cfg.fault.clone(),
                     log.dir().to_path_buf(),
+                    log.warm_gate(),
                 )
                 .map_err(spawn_err)?;
                 (None, Completion::GroupCommit(gc))

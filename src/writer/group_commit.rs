@@ -25,6 +25,7 @@ use super::{
 };
 use crate::constants::{GROUP_COMMIT_MAX_WAIT, GROUP_COMMIT_QUEUE_CAPACITY};
 use crate::store::fault::{FaultHook, FaultPoint};
+use crate::store::warm_gate::WarmGate;
 use crate::store::StoreError;
 
 /// One written writer batch waiting for its fdatasync.
@@ -84,6 +85,8 @@ struct Committer {
     stats: Arc<GroupCommitStats>,
     fault: Option<FaultHook>,
     path: std::path::PathBuf,
+    /// Told after each round, so the next segment's warming writes while the disk is idle.
+    warm_gate: Option<Arc<WarmGate>>,
 }
 
 impl GroupCommitService {
@@ -95,6 +98,7 @@ impl GroupCommitService {
         published: Arc<Published>,
         fault: Option<FaultHook>,
         path: std::path::PathBuf,
+        warm_gate: Option<Arc<WarmGate>>,
     ) -> std::io::Result<Self> {
         let (tx, rx) = bounded(GROUP_COMMIT_QUEUE_CAPACITY);
         let state = Arc::new(GroupCommitState::default());
@@ -111,6 +115,7 @@ impl GroupCommitService {
             stats: stats.clone(),
             fault,
             path,
+            warm_gate,
         };
         let thread = std::thread::Builder::new()
             .name("ringmq-sync-flush".into())
@@ -245,6 +250,7 @@ impl Committer {
         }
         let last = group.last().expect("a group has at least one request");
         let (upto, ts) = (last.upto_phy, last.store_timestamp);
+        let before = self.state.flushed_phy.load(Ordering::Acquire);
         self.record_stats(&group, t0);
         self.state.flushed_phy.store(upto, Ordering::Release);
         self.state.flushed_timestamp.store(ts, Ordering::Release);
@@ -269,6 +275,10 @@ impl Committer {
                 outcome.status = AppendStatus::FlushDiskTimeout;
             }
             reply(Ok(outcome));
+        }
+        // After the replies: they are the round's latency, the wake-up is not.
+        if let Some(g) = &self.warm_gate {
+            g.round_done(upto.saturating_sub(before));
         }
     }
 

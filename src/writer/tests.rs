@@ -492,6 +492,42 @@ fn group_commit_takes_everything_pending() {
     w.shutdown().unwrap();
 }
 
+/// Under SYNC_FLUSH (warming on by default) each group commit reaches the next segment's
+/// warming through the allocator's gate; under ASYNC_FLUSH (warming off) there is no gate.
+#[test]
+fn group_commits_tell_the_warming_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = cfg(dir.path(), 1 << 20);
+    let (parts, _cqs) = WriterParts::from_opened(open(&c).unwrap());
+    let gate = parts
+        .commit_log
+        .warm_gate()
+        .expect("SYNC_FLUSH warms, so it has a gate");
+    let w = spawn_writer(parts, &c, Box::new(NullDispatcher)).unwrap();
+    for _ in 0..3 {
+        append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
+    }
+    // The gate hears of a round just after its replies.
+    let t = std::time::Instant::now();
+    while gate.rounds() == 0 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(gate.rounds() >= 1, "no round reached the gate");
+    assert!(gate.rounds() <= 3, "one per round at most");
+    w.shutdown().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let c = StoreConfig {
+        flush_disk_type: FlushDiskType::AsyncFlush,
+        ..cfg(dir.path(), 1 << 20)
+    };
+    let opened = open(&c).unwrap();
+    assert!(
+        opened.commit_log.warm_gate().is_none(),
+        "ASYNC_FLUSH does not warm"
+    );
+}
+
 /// Proves a group commit slower than syncFlushTimeout answers FLUSH_DISK_TIMEOUT, and that the
 /// record is stored and dispatched all the same (RocketMQ's semantics).
 #[test]
