@@ -224,7 +224,7 @@ impl MappedFile {
                         let fresh = round != seen_round;
                         seen_round = round;
                         if !fresh || ahead.is_some() {
-                            std::thread::park_timeout(ROUNDS_RUNNING_WITHIN);
+                            g.wait_round(round, ROUNDS_RUNNING_WITHIN);
                             continue;
                         }
                         chunk = g.window_chunk(WARM_CHUNK, DIRECT_ALIGN);

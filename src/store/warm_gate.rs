@@ -14,7 +14,7 @@
 //! the "ringmq-prealloc" thread (the only reader that waits); plain atomics and an unpark, no
 //! lock, so the group commit never waits on the warming.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -37,8 +37,11 @@ pub struct WarmGate {
     /// Commit-log bytes the last round made durable.
     last_round_bytes: AtomicU64,
     epoch: Instant,
-    /// The warming thread, woken after each round.
+    /// The warming thread, woken after a round while it waits for one (`wait_round`). Not
+    /// otherwise: between segments it sleeps in the allocator's channel, and a wake per round
+    /// there would be a futex wake-up and a context switch per round for nothing.
     warmer: OnceLock<Thread>,
+    waiting: AtomicBool,
 }
 
 impl Default for WarmGate {
@@ -49,6 +52,7 @@ impl Default for WarmGate {
             last_round_bytes: AtomicU64::new(0),
             epoch: Instant::now(),
             warmer: OnceLock::new(),
+            waiting: AtomicBool::new(false),
         }
     }
 }
@@ -64,10 +68,23 @@ impl WarmGate {
         self.last_round_bytes.store(bytes, Ordering::Relaxed);
         self.last_round_us
             .store(self.now_us().max(1), Ordering::Relaxed);
-        self.rounds.fetch_add(1, Ordering::Release);
-        if let Some(t) = self.warmer.get() {
-            t.unpark();
+        // SeqCst with `wait_round`'s: either it sees this round, or this sees it waiting.
+        self.rounds.fetch_add(1, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) {
+            if let Some(t) = self.warmer.get() {
+                t.unpark();
+            }
         }
+    }
+
+    /// On the warming thread: waits (at most `timeout`, or until unparked for another reason)
+    /// for a round after `seen`.
+    pub fn wait_round(&self, seen: u64, timeout: Duration) {
+        self.waiting.store(true, Ordering::SeqCst);
+        if self.rounds.load(Ordering::SeqCst) == seen {
+            std::thread::park_timeout(timeout);
+        }
+        self.waiting.store(false, Ordering::SeqCst);
     }
 
     /// Rounds completed so far.
@@ -132,9 +149,9 @@ mod tests {
         );
     }
 
-    /// A round wakes the registered warmer: a park with a long timeout returns at once.
+    /// A round wakes the warmer waiting for one: a wait with a long timeout returns at once.
     #[test]
-    fn round_done_unparks_the_warmer() {
+    fn round_done_wakes_a_waiting_warmer() {
         let g = std::sync::Arc::new(WarmGate::default());
         let (tx, rx) = std::sync::mpsc::channel();
         let g2 = g.clone();
@@ -143,17 +160,39 @@ mod tests {
             tx.send(()).unwrap();
             let t = Instant::now();
             while g2.rounds() == before {
-                std::thread::park_timeout(Duration::from_secs(10));
+                g2.wait_round(before, Duration::from_secs(10));
             }
             t.elapsed()
         });
         g.set_warmer(h.thread().clone());
         rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20)); // most likely waiting by now
         g.round_done(1);
         let waited = h.join().unwrap();
         assert!(
             waited < Duration::from_secs(5),
             "woken by the round, not the timeout"
         );
+    }
+
+    /// A warmer not waiting for a round is not woken by one (it may be asleep elsewhere).
+    #[test]
+    fn round_done_leaves_a_warmer_that_is_not_waiting() {
+        let g = WarmGate::default();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            tx.send(()).unwrap();
+            let t = Instant::now();
+            std::thread::park_timeout(Duration::from_millis(300));
+            t.elapsed()
+        });
+        g.set_warmer(h.thread().clone());
+        rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        for _ in 0..10 {
+            g.round_done(1);
+        }
+        let slept = h.join().unwrap();
+        assert!(slept >= Duration::from_millis(250), "woken after {slept:?}");
     }
 }
