@@ -33,8 +33,10 @@ pub struct MappedFile {
 
 /// Bytes of zeros per pwrite when warming a segment.
 const WARM_CHUNK: usize = 1 << 20;
-/// Background warming pace: a 1 GiB segment in 4 s, ahead of SYNC_FLUSH appends (~200 MB/s
-/// here) with room to spare, and a fifth of this disk's sequential rate.
+/// Background warming pace: a 1 GiB segment in 4 s, and a fifth of this disk's sequential
+/// rate. SYNC_FLUSH appends mostly stay below it here (~200-250 MB/s in the SYNC bench), but
+/// reached ~280 MB/s in a quiet minute; past the pace, later segments are taken partly warmed
+/// (slower to sync, never wrong).
 const WARM_BYTES_PER_SEC: u64 = 256 << 20;
 /// Background warming through the page cache (where O_DIRECT is refused) starts writeback of
 /// what it wrote every this many bytes.

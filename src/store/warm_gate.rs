@@ -4,7 +4,7 @@
 //! while the replies go out, the producers send again and the writer writes the next batch.
 //! Warming zeros written at a steady pace land anywhere in that cycle, and on this VM's disk a
 //! commit write queued behind a 1 MiB zero write waits for all of it (`perf` block trace: a
-//! flush issued ~1 ms late whenever one was in flight); with the background warming at its
+//! round's flush issued ~1 ms late behind one); with the background warming at its
 //! pace the SYNC bench did ~20 % fewer appends than with it held back. So while group commits
 //! run, the warming writes one chunk, about the size of the round, right after each round
 //! completes, into the idle part of the cycle, and only paces itself by time when no round

@@ -250,8 +250,8 @@ impl Committer {
         }
         let last = group.last().expect("a group has at least one request");
         let (upto, ts) = (last.upto_phy, last.store_timestamp);
-        let before = self.state.flushed_phy.load(Ordering::Acquire);
-        self.record_stats(&group, t0);
+        let bytes = upto.saturating_sub(self.state.flushed_phy.load(Ordering::Acquire));
+        self.record_stats(&group, bytes, t0);
         self.state.flushed_phy.store(upto, Ordering::Release);
         self.state.flushed_timestamp.store(ts, Ordering::Release);
         self.published.max_phy.store(upto, Ordering::Release);
@@ -278,7 +278,7 @@ impl Committer {
         }
         // After the replies: they are the round's latency, the wake-up is not.
         if let Some(g) = &self.warm_gate {
-            g.round_done(upto.saturating_sub(before));
+            g.round_done(bytes);
         }
     }
 
@@ -300,10 +300,9 @@ impl Committer {
         Ok(())
     }
 
-    fn record_stats(&self, group: &[GroupCommitRequest], t0: Instant) {
+    /// `bytes`: how far the group moved the durable end of the commit log.
+    fn record_stats(&self, group: &[GroupCommitRequest], bytes: u64, t0: Instant) {
         let s = &self.stats;
-        let before = self.state.flushed_phy.load(Ordering::Acquire);
-        let upto = group.last().map_or(before, |r| r.upto_phy);
         let records: usize = group
             .iter()
             .flat_map(|r| r.waiters.iter())
@@ -311,8 +310,7 @@ impl Committer {
             .sum();
         s.group_commits.fetch_add(1, Ordering::Relaxed);
         s.records.fetch_add(records as u64, Ordering::Relaxed);
-        s.bytes
-            .fetch_add(upto.saturating_sub(before), Ordering::Relaxed);
+        s.bytes.fetch_add(bytes, Ordering::Relaxed);
         s.sync_us_total
             .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
     }
