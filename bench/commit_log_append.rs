@@ -54,15 +54,20 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn raw_rate(dir: &Path, total: u64) -> f64 {
-    let path = dir.join("raw.bin");
-    let mut f = OpenOptions::new()
+/// A new, empty file for the raw-rate and ceiling measurements.
+fn fresh_file(path: &Path) -> std::fs::File {
+    OpenOptions::new()
         .create(true)
         .truncate(true)
         .read(true)
         .write(true)
-        .open(&path)
-        .expect("raw file");
+        .open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn raw_rate(dir: &Path, total: u64) -> f64 {
+    let path = dir.join("raw.bin");
+    let mut f = fresh_file(&path);
     // SAFETY: plain syscall on a valid fd.
     let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, total as libc::off_t) };
     assert_eq!(rc, 0, "fallocate: {}", std::io::Error::last_os_error());
@@ -89,13 +94,7 @@ fn group_commit_ceiling(dir: &Path, secs: u64) -> (f64, f64) {
     const ROUND: usize = 64 << 10;
     const FILE: u64 = 256 << 20;
     let path = dir.join("ceiling.bin");
-    let mut f = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .expect("ceiling file");
+    let mut f = fresh_file(&path);
     let zeros = vec![0u8; 1 << 20];
     for _ in 0..FILE >> 20 {
         f.write_all(&zeros).expect("ceiling zero fill");
