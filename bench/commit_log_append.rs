@@ -23,8 +23,9 @@
 //! back to back or profiling one).
 //!
 //! Besides the raw rate, the full run measures the disk's group-commit ceiling: one 64 KiB write
-//! and one fdatasync at a time on a plain, already written file. That is the most 64 appends of
-//! 1 KiB can get from one sync at a time, so the SYNC run is given as a share of it too.
+//! (1 KiB per append in flight) and one fdatasync at a time on a plain, already written file.
+//! That is the most those appends can get from one sync at a time, so the SYNC run is given as a
+//! share of it too.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -84,15 +85,16 @@ fn raw_rate(dir: &Path, total: u64) -> f64 {
     total as f64 / secs / 1e6
 }
 
-/// The disk's own ceiling for a group commit of 64 KiB: a plain file, written with zeros and
-/// synced first (as a warmed segment is), then one 64 KiB buffered write and one fdatasync at a
-/// time for `secs`. SYNC_FLUSH with 64 1 KiB appends in flight can at best do the same. On this
-/// VM a sync's cost swings day to day (the flush went from ~30 us to ~300 us between two days),
-/// so the SYNC run is also reported against this figure, taken in the same run.
-/// Returns (MB/s, microseconds per write + fdatasync).
-fn group_commit_ceiling(dir: &Path, secs: u64) -> (f64, f64) {
-    const ROUND: usize = 64 << 10;
+/// The disk's own ceiling for a group commit of `records` 1 KiB records: a plain file, written
+/// with zeros and synced first (as a warmed segment is), then one buffered write of that size
+/// and one fdatasync at a time for `secs`. That is what SYNC_FLUSH with `records` appends in
+/// flight gets if every round carries all of them and nothing else costs anything, with one
+/// sync at a time. On this VM a sync's cost swings day to day (the flush went from ~30 us to
+/// ~300 us between two days), so the SYNC run is also reported against this figure, taken in the
+/// same run. Returns (MB/s, microseconds per write + fdatasync).
+fn group_commit_ceiling(dir: &Path, records: u64, secs: u64) -> (f64, f64) {
     const FILE: u64 = 256 << 20;
+    let round_len = (records.clamp(1, 4096) << 10) as usize;
     let path = dir.join("ceiling.bin");
     let mut f = fresh_file(&path);
     let zeros = vec![0u8; 1 << 20];
@@ -100,22 +102,22 @@ fn group_commit_ceiling(dir: &Path, secs: u64) -> (f64, f64) {
         f.write_all(&zeros).expect("ceiling zero fill");
     }
     f.sync_data().expect("ceiling fdatasync");
-    let round = vec![0x5Au8; ROUND];
+    let round = vec![0x5Au8; round_len];
     let (t, mut rounds) = (Instant::now(), 0u64);
     while t.elapsed() < Duration::from_secs(secs) {
-        let off = (rounds * ROUND as u64) % FILE;
+        let off = (rounds * round_len as u64) % FILE;
         // SAFETY: plain syscall on a valid fd with a live buffer of the given length.
         let n = unsafe {
             libc::pwrite(
                 f.as_raw_fd(),
                 round.as_ptr().cast(),
-                ROUND,
+                round_len,
                 off as libc::off_t,
             )
         };
         assert_eq!(
             n,
-            ROUND as isize,
+            round_len as isize,
             "ceiling pwrite: {}",
             std::io::Error::last_os_error()
         );
@@ -125,7 +127,7 @@ fn group_commit_ceiling(dir: &Path, secs: u64) -> (f64, f64) {
     let el = t.elapsed().as_secs_f64();
     std::fs::remove_file(&path).expect("remove ceiling file");
     (
-        (rounds * ROUND as u64) as f64 / el / 1e6,
+        (rounds * round_len as u64) as f64 / el / 1e6,
         el * 1e6 / rounds.max(1) as f64,
     )
 }
@@ -366,8 +368,10 @@ fn main() {
                 );
             }
             "ceiling" => {
-                let (mbs, us) = group_commit_ceiling(&dir, sync_secs);
-                println!("64 KiB write + fdatasync, one at a time: {mbs:.0} MB/s, {us:.0} us each");
+                let (mbs, us) = group_commit_ceiling(&dir, threads, sync_secs);
+                println!(
+                    "{threads} KiB write + fdatasync, one at a time: {mbs:.0} MB/s, {us:.0} us each"
+                );
             }
             "async" => {
                 let (mbs, msgs) = async_rate(dir.join("async"), (mb << 20) / 1024);
@@ -405,9 +409,9 @@ fn main() {
     );
     // Right after the SYNC run, so both see the disk in the same mood (its sync latency drifts
     // minute to minute); before it, the ceiling file's deletion would precede the SYNC run.
-    let (c_mbs, c_us) = group_commit_ceiling(&dir, 2);
+    let (c_mbs, c_us) = group_commit_ceiling(&dir, threads, 2);
     println!(
-        "group-commit ceiling (64 KiB write + fdatasync, one at a time, plain file): \
+        "group-commit ceiling ({threads} KiB write + fdatasync, one at a time, plain file): \
          {c_mbs:.0} MB/s, {c_us:.0} us each; the SYNC_FLUSH run above reached {:.0}% of it",
         100.0 * s_mbs / c_mbs
     );
