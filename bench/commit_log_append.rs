@@ -24,12 +24,13 @@
 //!
 //! Besides the raw rate, the full run measures the disk's group-commit ceiling: one 64 KiB write
 //! (1 KiB per append in flight) and one fdatasync at a time on a plain, already written file.
-//! That is the most those appends can get from one sync at a time, so the SYNC run is given as a
-//! share of it too.
+//! That is what those appends get if every round carries all of them and nothing else costs
+//! anything, so the SYNC run is given as a share of it too.
 
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -89,9 +90,9 @@ fn raw_rate(dir: &Path, total: u64) -> f64 {
 /// with zeros and synced first (as a warmed segment is), then one buffered write of that size
 /// and one fdatasync at a time for `secs`. That is what SYNC_FLUSH with `records` appends in
 /// flight gets if every round carries all of them and nothing else costs anything, with one
-/// sync at a time. On this VM a sync's cost swings day to day (the flush went from ~30 us to
-/// ~300 us between two days), so the SYNC run is also reported against this figure, taken in the
-/// same run. Returns (MB/s, microseconds per write + fdatasync).
+/// sync at a time. On this VM a sync's cost swings from hour to hour (a 64 KiB write + fdatasync
+/// took 87-144 us one afternoon and 181-246 us that evening), so the SYNC run is also reported against this
+/// figure, taken in the same run. Returns (MB/s, microseconds per write + fdatasync).
 fn group_commit_ceiling(dir: &Path, records: u64, secs: u64) -> (f64, f64) {
     const FILE: u64 = 256 << 20;
     let round_len = (records.clamp(1, 4096) << 10) as usize;
@@ -106,21 +107,7 @@ fn group_commit_ceiling(dir: &Path, records: u64, secs: u64) -> (f64, f64) {
     let (t, mut rounds) = (Instant::now(), 0u64);
     while t.elapsed() < Duration::from_secs(secs) {
         let off = (rounds * round_len as u64) % FILE;
-        // SAFETY: plain syscall on a valid fd with a live buffer of the given length.
-        let n = unsafe {
-            libc::pwrite(
-                f.as_raw_fd(),
-                round.as_ptr().cast(),
-                round_len,
-                off as libc::off_t,
-            )
-        };
-        assert_eq!(
-            n,
-            round_len as isize,
-            "ceiling pwrite: {}",
-            std::io::Error::last_os_error()
-        );
+        f.write_all_at(&round, off).expect("ceiling pwrite");
         f.sync_data().expect("ceiling fdatasync");
         rounds += 1;
     }
@@ -408,7 +395,7 @@ fn main() {
         100.0 * s_mbs / raw
     );
     // Right after the SYNC run, so both see the disk in the same mood (its sync latency drifts
-    // minute to minute); before it, the ceiling file's deletion would precede the SYNC run.
+    // minute to minute), and the SYNC run still starts right after the ASYNC one, as before.
     let (c_mbs, c_us) = group_commit_ceiling(&dir, threads, 2);
     println!(
         "group-commit ceiling ({threads} KiB write + fdatasync, one at a time, plain file): \

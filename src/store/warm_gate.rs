@@ -5,7 +5,8 @@
 //! Warming zeros written at a steady pace land anywhere in that cycle, and on this VM's disk a
 //! commit write queued behind a 1 MiB zero write waits for all of it (`perf` block trace: a
 //! round's flush issued ~1 ms late behind one); with the background warming at its
-//! pace the SYNC bench did ~20 % fewer appends than with it held back. So while group commits
+//! pace the SYNC bench did 7-18 % fewer appends than with it held back (1.08x in the last
+//! alternated set, 1.14-1.22x while tuning). So while group commits
 //! run, the warming writes one chunk, about the size of the round, right after each round
 //! completes, into the idle part of the cycle, and only paces itself by time when no round
 //! completed lately.
