@@ -25,7 +25,11 @@
 //! Besides the raw rate, the full run measures the disk's group-commit ceiling: one 64 KiB write
 //! (1 KiB per append in flight) and one fdatasync at a time on a plain, already written file.
 //! That is what those appends get if every round carries all of them and nothing else costs
-//! anything, so the SYNC run is given as a share of it too.
+//! anything, so the SYNC run is given as a share of it too. It is measured again into new space
+//! (a fallocated file never written): a fresh store's appends go into new space, either
+//! directly or over zeros written ahead of them (warming). On this VM's disk (it passes
+//! discards to the host, and blocks not written since cost the host more to sync) both cost
+//! about that much per round, so that figure bounds a fresh store's SYNC run from above.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -86,28 +90,53 @@ fn raw_rate(dir: &Path, total: u64) -> f64 {
     total as f64 / secs / 1e6
 }
 
-/// The disk's own ceiling for a group commit of `records` 1 KiB records: a plain file, written
-/// with zeros and synced first (as a warmed segment is), then one buffered write of that size
-/// and one fdatasync at a time for `secs`. That is what SYNC_FLUSH with `records` appends in
-/// flight gets if every round carries all of them and nothing else costs anything, with one
-/// sync at a time. On this VM a sync's cost swings from hour to hour (a 64 KiB write + fdatasync
-/// took 87-144 us one afternoon and 181-246 us that evening), so the SYNC run is also reported against this
-/// figure, taken in the same run. Returns (MB/s, microseconds per write + fdatasync).
-fn group_commit_ceiling(dir: &Path, records: u64, secs: u64) -> (f64, f64) {
-    const FILE: u64 = 256 << 20;
+/// Where a ceiling round writes: over blocks already written and synced (as a warmed segment's),
+/// or into new space (fallocated, never written: what appending to a fresh store costs when
+/// nothing was written ahead, and about what writing zeros ahead costs per byte appended).
+#[derive(Clone, Copy, PartialEq)]
+enum CeilingSpace {
+    Written,
+    New,
+}
+
+/// The disk's own ceiling for a group commit of `records` 1 KiB records: one buffered write of
+/// that size and one fdatasync at a time for `secs`, on a plain file in `space`. That is what
+/// SYNC_FLUSH with `records` appends in flight gets if every round carries all of them and
+/// nothing else costs anything, with one sync at a time. On this VM a sync's cost swings from
+/// hour to hour (a 64 KiB write + fdatasync took 87-144 us one afternoon and 181-246 us that
+/// evening), so the SYNC run is also reported against this figure, taken in the same run.
+/// Returns (MB/s, microseconds per write + fdatasync).
+fn group_commit_ceiling(dir: &Path, records: u64, secs: u64, space: CeilingSpace) -> (f64, f64) {
+    // Written blocks are revisited (a round costs the same anywhere in them); new space is not,
+    // and the run stops at its end (2 s at the fastest ceiling seen, 420 MB/s, fit in 1 GiB).
+    let file_len: u64 = if space == CeilingSpace::Written {
+        256 << 20
+    } else {
+        1 << 30
+    };
     let round_len = (records.clamp(1, 4096) << 10) as usize;
     let path = dir.join("ceiling.bin");
-    let mut f = fresh_file(&path);
-    let zeros = vec![0u8; 1 << 20];
-    for _ in 0..FILE >> 20 {
-        f.write_all(&zeros).expect("ceiling zero fill");
+    let f = fresh_file(&path);
+    if space == CeilingSpace::Written {
+        let zeros = vec![0u8; 1 << 20];
+        for i in 0..file_len >> 20 {
+            f.write_all_at(&zeros, i << 20).expect("ceiling zero fill");
+        }
+    } else {
+        // SAFETY: plain syscall on a valid fd.
+        let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, file_len as libc::off_t) };
+        assert_eq!(rc, 0, "fallocate: {}", std::io::Error::last_os_error());
     }
     f.sync_data().expect("ceiling fdatasync");
     let round = vec![0x5Au8; round_len];
     let (t, mut rounds) = (Instant::now(), 0u64);
     while t.elapsed() < Duration::from_secs(secs) {
-        let off = (rounds * round_len as u64) % FILE;
-        f.write_all_at(&round, off).expect("ceiling pwrite");
+        let off = rounds * round_len as u64;
+        if space == CeilingSpace::New && off + round_len as u64 > file_len {
+            break;
+        }
+        f.write_all_at(&round, off % file_len)
+            .expect("ceiling pwrite");
         f.sync_data().expect("ceiling fdatasync");
         rounds += 1;
     }
@@ -355,10 +384,16 @@ fn main() {
                 );
             }
             "ceiling" => {
-                let (mbs, us) = group_commit_ceiling(&dir, threads, sync_secs);
-                println!(
-                    "{threads} KiB write + fdatasync, one at a time: {mbs:.0} MB/s, {us:.0} us each"
-                );
+                for (space, what) in [
+                    (CeilingSpace::Written, "written blocks"),
+                    (CeilingSpace::New, "new space"),
+                ] {
+                    let (mbs, us) = group_commit_ceiling(&dir, threads, sync_secs, space);
+                    println!(
+                        "{threads} KiB write + fdatasync, one at a time, {what}: {mbs:.0} MB/s, \
+                         {us:.0} us each"
+                    );
+                }
             }
             "async" => {
                 let (mbs, msgs) = async_rate(dir.join("async"), (mb << 20) / 1024);
@@ -396,11 +431,18 @@ fn main() {
     );
     // Right after the SYNC run, so both see the disk in the same mood (its sync latency drifts
     // minute to minute), and the SYNC run still starts right after the ASYNC one, as before.
-    let (c_mbs, c_us) = group_commit_ceiling(&dir, threads, 2);
+    let (c_mbs, c_us) = group_commit_ceiling(&dir, threads, 2, CeilingSpace::Written);
     println!(
         "group-commit ceiling ({threads} KiB write + fdatasync, one at a time, plain file): \
          {c_mbs:.0} MB/s, {c_us:.0} us each; the SYNC_FLUSH run above reached {:.0}% of it",
         100.0 * s_mbs / c_mbs
+    );
+    let (n_mbs, n_us) = group_commit_ceiling(&dir, threads, 2, CeilingSpace::New);
+    println!(
+        "the same into new space (fallocated, never written): {n_mbs:.0} MB/s, {n_us:.0} us \
+         each, {:.1}% of raw; the SYNC_FLUSH run above reached {:.0}% of it",
+        100.0 * n_mbs / raw,
+        100.0 * s_mbs / n_mbs
     );
     let (s_mbs, s_msgs, n) = sync_rate(dir.join("sync"), threads, sync_secs);
     println!(
