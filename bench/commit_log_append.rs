@@ -18,9 +18,9 @@
 //! this 2-vCPU VM runs 1 shard, as the writer takes the other core),
 //! RINGMQ_BENCH_WARM (unset: the store's default, segments zero-filled under SYNC_FLUSH only;
 //! 0 or 1 forces `warmMapedFileEnable` off or on, to see what warming buys),
-//! RINGMQ_BENCH_ONLY=async|sync|sync-threads|ceiling (only the ASYNC run, the shard-shaped SYNC
-//! run, the thread-shaped one or the group-commit ceiling, and no ratio: for comparing settings
-//! back to back or profiling one).
+//! RINGMQ_BENCH_ONLY=async|sync|sync-reused|sync-threads|ceiling (only the ASYNC run, the
+//! shard-shaped SYNC run on a fresh store or on reused segments, the thread-shaped one or the
+//! group-commit ceiling, and no ratio: for comparing settings back to back or profiling one).
 //!
 //! Besides the raw rate, the full run measures the disk's group-commit ceiling: one 64 KiB write
 //! (1 KiB per append in flight) and one fdatasync at a time on a plain, already written file.
@@ -30,6 +30,10 @@
 //! directly or over zeros written ahead of them (warming). On this VM's disk (it passes
 //! discards to the host, and blocks not written since cost the host more to sync) both cost
 //! about that much per round, so that figure bounds a fresh store's SYNC run from above.
+//!
+//! Last, the shard-shaped SYNC run again on a store past its retention time: two retired
+//! segments (written, synced) wait in its reuse pool, so its segments are reused ones and
+//! nothing is warmed (`store::recycle`), as in a long-running broker.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -305,6 +309,23 @@ fn sync_rate_shards(root: PathBuf, shards: u64, inflight: u64, secs: u64) -> (f6
     finish_sync_run(w, handles, &stop, &count, t, secs)
 }
 
+/// Puts `n` retired segments, written and synced, into the reuse pool of the store at `root`
+/// (as an earlier run's retention would have left them: `store::recycle`), so its first
+/// segment and the next are reused ones.
+fn retired_segments(root: &Path, n: u64) {
+    let dir = root.join("commitlog");
+    std::fs::create_dir_all(&dir).expect("commitlog dir");
+    let size = StoreConfig::with_root(root).mapped_file_size_commit_log;
+    let chunk = vec![0x5Au8; 1 << 20];
+    for i in 0..n {
+        let f = fresh_file(&dir.join(format!("recycle-{:020}-bench-{i}", 0)));
+        for at in (0..size).step_by(chunk.len()) {
+            f.write_all_at(&chunk, at).expect("retired segment write");
+        }
+        f.sync_data().expect("retired segment fdatasync");
+    }
+}
+
 /// A SYNC_FLUSH writer over a fresh store, with the stop flag and message counter of a run.
 fn start_sync_run(root: PathBuf) -> (WriterHandle, Arc<AtomicBool>, Arc<AtomicU64>, Instant) {
     let cfg = store_cfg(root, FlushDiskType::SyncFlush);
@@ -383,6 +404,15 @@ fn main() {
                      {mbs:.1} MB/s, {msgs:.0} msg/s ({n} msgs)"
                 );
             }
+            "sync-reused" => {
+                let root = dir.join("sync-reused");
+                retired_segments(&root, 2);
+                let (mbs, msgs, n) = sync_rate_shards(root, shards, threads, sync_secs);
+                println!(
+                    "SYNC_FLUSH append on reused segments, {threads} in flight from {shards} \
+                     shard threads: {mbs:.1} MB/s, {msgs:.0} msg/s ({n} msgs)"
+                );
+            }
             "ceiling" => {
                 for (space, what) in [
                     (CeilingSpace::Written, "written blocks"),
@@ -400,7 +430,10 @@ fn main() {
                 println!("ASYNC_FLUSH append: {mbs:.0} MB/s, {msgs:.0} msg/s");
             }
             other => {
-                panic!("RINGMQ_BENCH_ONLY={other}: expected async, sync, sync-threads or ceiling")
+                panic!(
+                    "RINGMQ_BENCH_ONLY={other}: expected async, sync, sync-reused, sync-threads \
+                     or ceiling"
+                )
             }
         }
         std::fs::remove_dir_all(&dir).expect("clean bench dir");
@@ -449,6 +482,18 @@ fn main() {
         "SYNC_FLUSH append, {threads} appender threads (one blocking append each): {s_mbs:.1} MB/s, \
          {s_msgs:.0} msg/s ({n} msgs), {:.1}% of raw",
         100.0 * s_mbs / raw
+    );
+    // A store past its retention time reuses the segments retention took out of the log, whose
+    // blocks are written: the steady state of a long-running broker (`store::recycle`).
+    let reused = dir.join("sync-reused");
+    retired_segments(&reused, 2);
+    let (r_mbs, r_msgs, n) = sync_rate_shards(reused, shards, threads, sync_secs);
+    println!(
+        "SYNC_FLUSH append on reused segments (a store past its retention), {threads} in flight \
+         from {shards} shard threads: {r_mbs:.1} MB/s, {r_msgs:.0} msg/s ({n} msgs), {:.1}% of raw \
+         (target >= 25%), {:.0}% of the written-blocks ceiling",
+        100.0 * r_mbs / raw,
+        100.0 * r_mbs / c_mbs
     );
     std::fs::remove_dir_all(&dir).expect("clean bench dir");
 }

@@ -159,6 +159,13 @@ pub const DISK_HARD_LIMIT_EXTRA_PCT: u32 = 10;
 pub const DISK_HARD_LIMIT_MAX_PCT: u32 = 95;
 /// How often the writer checks retention (file age and disk usage).
 pub const RETENTION_CHECK_INTERVAL_MS: u64 = 10_000;
+/// Retired commit-log segments kept for reuse (`recycleCommitLogSegments`): the next segment
+/// and one spare, so a segment rolled right after the pass that retired one still finds one.
+pub const RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT: usize = 2;
+/// A retired segment is reused no sooner than this after retention took it out of the log: a
+/// reader that checked its range just before has finished the syscall that reads it long before
+/// (see `store::recycle`).
+pub const RECYCLE_QUARANTINE_MS: u64 = 10_000;
 /// How often the writer checks again while appends are refused for disk space.
 pub const DISK_FULL_RECHECK_MS: u64 = 100;
 /// How often the writer hands the index to the checkpoint thread for an fdatasync and records

@@ -1,7 +1,10 @@
 //! Proves that under SYNC_FLUSH every acknowledged record survives SIGKILL byte-exact with its
 //! consume-queue unit, that nothing past the recovered end is readable, and that a torn tail
 //! (garbage, half a record, a record with a bad CRC, a stale record) is truncated on recovery.
-//! Iterations: STORE_CRASH_ITERS (default 20).
+//! The same again with segments retired and reused all the time (STORE_TORTURE_RECYCLE): the
+//! records retention removed are gone, every other acknowledged one is there, and no older
+//! record a reused segment still holds is ever recovered.
+//! Iterations: STORE_CRASH_ITERS (default 20; 10 with reuse).
 
 use std::io::Read;
 use std::path::Path;
@@ -57,7 +60,8 @@ fn parse_acks(out: &str, acks: &mut Vec<Ack>) {
     }
 }
 
-/// Reopens the store and checks every ack so far plus the end of the log.
+/// Reopens the store and checks every ack so far (from the oldest segment retention left) plus
+/// the end of the log.
 fn verify(root: &Path, acks: &[Ack]) {
     let c = cfg(root);
     let o = open(&c).expect("reopen after crash");
@@ -67,7 +71,8 @@ fn verify(root: &Path, acks: &[Ack]) {
         assert!(o.recovered_from_crash);
     }
     let end = o.commit_log.max_phy_offset();
-    for a in acks {
+    let min = o.commit_log.min_phy_offset();
+    for a in acks.iter().filter(|a| a.phy >= min) {
         let body = expected_body(a.seed);
         let len = stored_len(0, body.len(), "TORTURE".len(), 0) as u32;
         let bytes = o
@@ -102,13 +107,45 @@ fn verify(root: &Path, acks: &[Ack]) {
     }
 }
 
+/// (segment start, inode) of every commit-log segment file.
+fn segment_inodes(root: &Path) -> Vec<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    // Not there yet while the driver starts.
+    let Ok(dir) = std::fs::read_dir(root.join("commitlog")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let start = ringmq::store::mapped_file::parse_segment_name(e.file_name().to_str()?)?;
+        Some((start, e.metadata().ok()?.ino()))
+    })
+    .collect()
+}
+
 #[test]
 fn sigkill_loses_no_acknowledged_record() {
     let iters: u32 = std::env::var("STORE_CRASH_ITERS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
+    crash_iterations(iters, false);
+}
+
+#[test]
+fn sigkill_with_reused_segments_loses_no_acknowledged_record() {
+    let iters: u32 = std::env::var("STORE_CRASH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    crash_iterations(iters, true);
+}
+
+/// `iters` times: run the driver for a random moment, SIGKILL it, verify. With `recycle`, also
+/// proves segments were reused (one inode under two segment names).
+fn crash_iterations(iters: u32, recycle: bool) {
     let dir = tempfile::tempdir().unwrap();
+    let mut seen: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let mut reused = false;
     let mut acks = Vec::new();
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
     for i in 0..iters {
@@ -116,7 +153,11 @@ fn sigkill_loses_no_acknowledged_record() {
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let delay = Duration::from_millis(30 + rng % 300);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_store_torture"))
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_store_torture"));
+        if recycle {
+            cmd.env("STORE_TORTURE_RECYCLE", "1");
+        }
+        let mut child = cmd
             .arg(dir.path())
             .arg("6")
             .stdout(Stdio::piped())
@@ -130,7 +171,15 @@ fn sigkill_loses_no_acknowledged_record() {
             let _ = stdout.read_to_string(&mut s);
             s
         });
-        std::thread::sleep(delay);
+        // Sample the segment files while the driver runs: a reused file shows up under a new
+        // name with an inode an older segment had.
+        let until = std::time::Instant::now() + delay;
+        while std::time::Instant::now() < until {
+            for (start, ino) in segment_inodes(dir.path()) {
+                reused |= seen.insert(ino, start).is_some_and(|s| s != start);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let before = acks.len();
@@ -142,6 +191,9 @@ fn sigkill_loses_no_acknowledged_record() {
         verify(dir.path(), &acks);
     }
     assert!(!acks.is_empty(), "the driver acknowledged nothing");
+    if recycle {
+        assert!(reused, "no segment file was reused");
+    }
 }
 
 /// Appends 3 records, shuts down cleanly, then writes `tail` right after the last record and

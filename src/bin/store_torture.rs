@@ -4,10 +4,15 @@
 //! after the fdatasync covering the record). It runs until killed.
 //!
 //! Record content is a pure function of the seed (`expected_body`), duplicated in the test.
+//!
+//! With STORE_TORTURE_RECYCLE=1, retention runs every 20 ms and takes every segment but the
+//! active one out of the log at once, keeping two for reuse with no quarantine, so the log is
+//! mostly written into reused segments full of older records.
 
 use std::io::Write;
 use std::path::PathBuf;
 
+use ringmq::store::config::DeleteWhen;
 use ringmq::store::{open, FlushDiskType, StoreConfig};
 use ringmq::writer::testkit::{append_wait, record, CqDispatcher};
 use ringmq::writer::{spawn_writer, WriterParts};
@@ -29,12 +34,21 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let root = PathBuf::from(args.next().expect("usage: store_torture <dir> [threads]"));
     let threads: u64 = args.next().map_or(4, |s| s.parse().expect("threads"));
-    let cfg = StoreConfig {
+    let mut cfg = StoreConfig {
         mapped_file_size_commit_log: 1 << 20,
         max_message_size: 64 << 10,
         flush_disk_type: FlushDiskType::SyncFlush,
         ..StoreConfig::with_root(&root)
     };
+    if std::env::var_os("STORE_TORTURE_RECYCLE").is_some() {
+        let every_hour = (0..24).map(|h| h.to_string()).collect::<Vec<_>>().join(";");
+        cfg.file_reserved_time_hours = 0;
+        cfg.delete_when = DeleteWhen::parse(&every_hour).expect("deleteWhen");
+        cfg.retention_check_interval_ms = 20;
+        cfg.delete_commit_log_files_interval_ms = 0;
+        cfg.recycle_commit_log_segments = 2;
+        cfg.recycle_quarantine_ms = 0;
+    }
     let opened = open(&cfg).expect("open store");
     let (parts, cqs) = WriterParts::from_opened(opened);
     let dispatcher = CqDispatcher::new(root.clone(), cfg.mapped_file_size_consume_queue, cqs);

@@ -124,9 +124,10 @@ impl Shard {
                 )
             })
             .collect();
-        let reader = CommitLogReader::new(
+        let reader = CommitLogReader::with_min_phy(
             &ctx.cfg.store.store_path_root_dir,
             ctx.cfg.store.mapped_file_size_commit_log,
+            ctx.writer.min_phy_watch(),
         );
         Shard {
             id,

@@ -258,6 +258,7 @@ impl BrokerConfig {
             "warmMapedFileEnable" | "warmMappedFileEnable" => {
                 s.warm_mapped_file = Some(boolean(key, value)?)
             }
+            "recycleCommitLogSegments" => s.recycle_commit_log_segments = num(key, value)?,
             "messageIndexEnable" => s.message_index_enable = boolean(key, value)?,
             "maxHashSlotNum" => s.max_hash_slot_num = num(key, value)?,
             "maxIndexNum" => s.max_index_num = num(key, value)?,
@@ -360,5 +361,16 @@ mod tests {
         cfg.set("deleteCommitLogFilesInterval", "0").unwrap();
         assert_eq!(cfg.store.delete_commit_log_files_interval_ms, 0);
         assert!(!cfg.unknown.contains_key("deleteCommitLogFilesInterval"));
+    }
+
+    /// `recycleCommitLogSegments` (ringmq's own) defaults to 2, takes 0 (off) and rejects junk.
+    #[test]
+    fn recycle_commit_log_segments_is_a_store_key() {
+        let mut cfg = BrokerConfig::default();
+        assert_eq!(cfg.store.recycle_commit_log_segments, 2);
+        cfg.set("recycleCommitLogSegments", "0").unwrap();
+        assert_eq!(cfg.store.recycle_commit_log_segments, 0);
+        assert!(cfg.set("recycleCommitLogSegments", "-1").is_err());
+        assert!(!cfg.unknown.contains_key("recycleCommitLogSegments"));
     }
 }

@@ -337,8 +337,9 @@ async fn write_zero_copy<H: Handler>(
     let sources = ranges.iter().map(open).collect::<Result<Vec<_>, _>>()?;
     write_head(stream, head).await?;
     let slices: Vec<&[u8]> = sources.iter().map(|s| s.bytes()).collect();
+    let live = || sources.iter().all(SegmentRange::is_live);
     let spliced = stream
-        .splice_all(&slices)
+        .splice_all(&slices, &live)
         .await
         .map_err(|e| format!("splice error: {e}"))?;
     if spliced {
@@ -364,7 +365,9 @@ async fn write_head(stream: &mut Stream, head: &[u8]) -> Result<(), String> {
 /// One commit-log range by sendfile.
 async fn send_range(stream: &mut Stream, s: &SegmentRange) -> Result<(), String> {
     stream
-        .sendfile_all(s.file.as_raw_fd(), s.offset, s.len as usize)
+        .sendfile_all(s.file.as_raw_fd(), s.offset, s.len as usize, &|| {
+            s.is_live()
+        })
         .await
         .map_err(|e| format!("sendfile error: {e}"))
 }

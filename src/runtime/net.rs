@@ -189,11 +189,23 @@ impl Stream {
 
     /// Sends `len` bytes of `file` starting at `offset` straight from the page cache.
     /// The caller keeps `file` open until this returns.
-    pub async fn sendfile_all(&mut self, file: RawFd, offset: u64, len: usize) -> io::Result<()> {
+    ///
+    /// `live` is asked before every call that reads the file, and a false ends the write with
+    /// an error: the file may be reused for other bytes (a retired commit-log segment).
+    pub async fn sendfile_all(
+        &mut self,
+        file: RawFd,
+        offset: u64,
+        len: usize,
+        live: &dyn Fn() -> bool,
+    ) -> io::Result<()> {
         let sock = self.inner.as_raw_fd();
         let mut off = offset as libc::off_t;
         let end = offset + len as u64;
         while (off as u64) < end {
+            if !live() {
+                return Err(retired());
+            }
             let want = (end - off as u64) as usize;
             // SAFETY: both fds are open for the duration of the call; `off` is a valid pointer.
             let n = unsafe { libc::sendfile(sock, file, &mut off, want) };
@@ -239,7 +251,12 @@ impl Stream {
     /// path, as in [`Stream::sendfile_all`]. Returns `Ok(false)`, having written nothing, when
     /// no pipe is free, or when vmsplice itself fails (the shard then stops using the pipe); the
     /// caller then uses sendfile per range.
-    pub async fn splice_all(&mut self, ranges: &[&[u8]]) -> io::Result<bool> {
+    /// `live` as for [`Stream::sendfile_all`], asked before every vmsplice.
+    pub async fn splice_all(
+        &mut self,
+        ranges: &[&[u8]],
+        live: &dyn Fn() -> bool,
+    ) -> io::Result<bool> {
         let Some(pipe) = super::splice::take() else {
             return Ok(false);
         };
@@ -247,6 +264,9 @@ impl Stream {
         let total: usize = ranges.iter().map(|r| r.len()).sum();
         let (mut cursor, mut sent) = ((0, 0), 0);
         while sent < total {
+            if !live() {
+                return Err(retired());
+            }
             let filled = match pipe.fill(ranges, &mut cursor) {
                 Ok(n) => n,
                 // Nothing sent yet: the caller can still use sendfile for this response.
@@ -288,6 +308,11 @@ impl Stream {
     pub async fn flush(&mut self) -> io::Result<()> {
         self.inner.flush().await
     }
+}
+
+/// The error that ends a zero-copy write whose source was retired meanwhile.
+fn retired() -> io::Error {
+    io::Error::other("the commit-log range was retired while it was being sent")
 }
 
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {

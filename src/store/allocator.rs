@@ -20,6 +20,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::store::fault::FaultHook;
 use crate::store::mapped_file::{MappedFile, Warm};
+use crate::store::recycle::{take_or_create, RecyclePool};
 use crate::store::warm_gate::WarmGate;
 use crate::store::StoreError;
 
@@ -37,6 +38,8 @@ pub struct SegmentAllocator {
     thread: Option<JoinHandle<()>>,
     /// Group commits tell the warming when the disk is idle (see `warm_gate`).
     gate: Arc<WarmGate>,
+    /// Retired segments to reuse before creating new ones.
+    pool: Arc<RecyclePool>,
 }
 
 impl SegmentAllocator {
@@ -45,6 +48,7 @@ impl SegmentAllocator {
         size: u64,
         fault: Option<FaultHook>,
         warm: bool,
+        pool: Arc<RecyclePool>,
     ) -> Result<Self, StoreError> {
         // One request in flight at a time, so capacity 1 both ways is enough.
         let (req_tx, req_rx) = bounded::<u64>(1);
@@ -52,7 +56,7 @@ impl SegmentAllocator {
         let (d, f) = (dir.clone(), fault.clone());
         let wanted = Arc::new(AtomicBool::new(false));
         let gate = Arc::new(WarmGate::default());
-        let (w, g) = (wanted.clone(), gate.clone());
+        let (w, g, p) = (wanted.clone(), gate.clone(), pool.clone());
         let thread = std::thread::Builder::new()
             .name("ringmq-prealloc".into())
             .spawn(move || {
@@ -62,7 +66,7 @@ impl SegmentAllocator {
                     } else {
                         Warm::Off
                     };
-                    let res = MappedFile::create(&d, start, size, f.as_ref(), how);
+                    let res = take_or_create(&d, start, size, f.as_ref(), Some(&p), how);
                     if res_tx.send((start, res)).is_err() {
                         return;
                     }
@@ -80,6 +84,7 @@ impl SegmentAllocator {
             pending: None,
             thread: Some(thread),
             gate,
+            pool,
         })
     }
 
@@ -113,7 +118,14 @@ impl SegmentAllocator {
         }
         // Not requested (or the helper is gone): allocate synchronously on this thread, unwarmed
         // (the writer is waiting for it).
-        MappedFile::create(&self.dir, start, self.size, self.fault.as_ref(), Warm::Off)
+        take_or_create(
+            &self.dir,
+            start,
+            self.size,
+            self.fault.as_ref(),
+            Some(&self.pool),
+            Warm::Off,
+        )
     }
 }
 

@@ -20,6 +20,7 @@ use crate::store::config::{FlushDiskType, StoreConfig};
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::files::StoreLock;
 use crate::store::mapped_file::{parse_segment_name, sync_dir, MappedFile, Warm};
+use crate::store::recycle::{take_or_create, RecyclePool};
 use crate::store::warm_gate::WarmGate;
 use crate::store::StoreError;
 
@@ -47,6 +48,8 @@ pub struct CommitLog {
     /// Where the pages whose writeback was not started yet begin.
     writeback_from: u64,
     allocator: Option<SegmentAllocator>,
+    /// Retired segments kept for reuse; shared with the allocator and the file deleter.
+    pool: Arc<RecyclePool>,
     last_store_timestamp: i64,
     flushed_store_timestamp: i64,
     lock: Option<StoreLock>,
@@ -81,6 +84,12 @@ impl CommitLog {
                 names.pop();
             }
         }
+        let pool = Arc::new(RecyclePool::open(
+            &dir,
+            size,
+            cfg.recycle_commit_log_segments,
+            std::time::Duration::from_millis(cfg.recycle_quarantine_ms),
+        )?);
         let mut segments = Vec::with_capacity(names.len());
         for (i, (start, path)) in names.iter().enumerate() {
             let expect = names[0].0 + i as u64 * size;
@@ -108,6 +117,7 @@ impl CommitLog {
             start_writeback: cfg.flush_disk_type == FlushDiskType::SyncFlush,
             writeback_from: 0,
             allocator: None,
+            pool,
             last_store_timestamp: 0,
             flushed_store_timestamp: 0,
             lock,
@@ -123,6 +133,10 @@ impl CommitLog {
     }
     pub fn segments(&self) -> &[MappedFile] {
         &self.segments
+    }
+    /// Retired segments kept for reuse (the deleter fills it, the allocator takes from it).
+    pub fn recycle_pool(&self) -> Arc<RecyclePool> {
+        self.pool.clone()
     }
     /// Next byte to be written (= end of the last record).
     pub fn max_phy_offset(&self) -> u64 {
@@ -168,13 +182,15 @@ impl CommitLog {
             seg.sync_file()?;
         } else {
             let start = first + idx as u64 * self.segment_size;
-            // The first segment of a fresh store: warmed here, before the writer starts.
+            // The first segment of a fresh store: a retired one if the pool has one, else
+            // warmed here, before the writer starts.
             let warm = if self.warm { Warm::Full } else { Warm::Off };
-            self.segments.push(MappedFile::create(
+            self.segments.push(take_or_create(
                 &self.dir,
                 start,
                 self.segment_size,
                 self.fault.as_ref(),
+                Some(&self.pool),
                 warm,
             )?);
         }
@@ -190,6 +206,7 @@ impl CommitLog {
             self.segment_size,
             self.fault.clone(),
             self.warm,
+            self.pool.clone(),
         )?;
         alloc.request(self.segments[idx].end());
         self.allocator = Some(alloc);
@@ -261,8 +278,8 @@ impl CommitLog {
     /// parts (empty ones are skipped): the send path's records keep their body in the received
     /// frame. Must run before anything publishes, reads or flushes them.
     ///
-    /// In a warmed segment each pwritev ends on a page boundary, completed with zeros (bytes past
-    /// the end, which the segment holds as zeros anyway; never in a closed segment, whose blank
+    /// In a warmed or reused segment each pwritev ends on a page boundary, completed with zeros
+    /// (bytes past the end, which readers never see; never in a closed segment, whose blank
     /// marker follows its last record): warming writes around the page cache,
     /// and a write that covers only part of an uncached page of written blocks makes the kernel
     /// read that page from the disk first, on this thread. The next write begins in that page,
@@ -303,7 +320,8 @@ impl CommitLog {
             // the last record, and the zeros would overwrite it. The marker's write left that
             // page cached.
             let in_page = ((next - (seg_end - self.segment_size)) % OS_PAGE_SIZE) as usize;
-            if self.warm && in_page != 0 && self.wrote < seg_end {
+            let written_blocks = self.warm || self.segments[self.segment_index(start)].reused();
+            if written_blocks && in_page != 0 && self.wrote < seg_end {
                 let pad = (OS_PAGE_SIZE as usize - in_page).min((seg_end - next) as usize);
                 iov.push(IoSlice::new(&ZERO_PAGE[..pad]));
             }
@@ -320,6 +338,10 @@ impl CommitLog {
             .as_ref()
             .filter(|_| self.warm)
             .map(SegmentAllocator::warm_gate)
+    }
+
+    fn segment_index(&self, phy: u64) -> usize {
+        ((phy - self.segments[0].start()) / self.segment_size) as usize
     }
 
     fn segment_end_of(&self, phy: u64) -> u64 {

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use crate::constants::{
     COMMIT_LOG_FILE_SIZE_DEFAULT, CONSUME_QUEUE_FILE_SIZE_DEFAULT,
     DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS, INDEX_FLUSH_INTERVAL_MS, MAX_MESSAGE_SIZE_DEFAULT,
-    MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
+    MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT, RECYCLE_QUARANTINE_MS,
+    RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
 };
 use crate::store::fault::FaultHook;
 use crate::store::StoreError;
@@ -69,6 +70,16 @@ pub struct StoreConfig {
     /// instead of 0.26-0.31 ms per 62 KiB sync on a quiet machine (scripts/probe-fdatasync.py). It costs one extra
     /// write of each segment, which an ASYNC_FLUSH store at disk speed cannot spare.
     pub warm_mapped_file: Option<bool>,
+    /// Commit-log segments that retention takes out of the log and keeps, renamed, to reuse as
+    /// the next segments instead of unlinking them (ringmq's own: `recycleCommitLogSegments`;
+    /// 0 turns it off). A reused segment's blocks are written already, so it needs no warming
+    /// and its group commits cost what overwrites cost (`store::recycle`). They hold disk
+    /// space until reused (at most this many segments, counted as used), and retention unlinks
+    /// them when it deletes forcibly or appends are refused for disk space.
+    pub recycle_commit_log_segments: usize,
+    /// How long after its retirement a segment may be reused (ringmq's own, no broker.conf
+    /// key; tests shorten it).
+    pub recycle_quarantine_ms: u64,
     /// Test seam: injected allocation/flush failures and disk usage.
     pub fault: Option<FaultHook>,
 }
@@ -104,6 +115,8 @@ impl Default for StoreConfig {
             delete_commit_log_files_interval_ms: 100,
             writer_core: None,
             warm_mapped_file: None,
+            recycle_commit_log_segments: RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT,
+            recycle_quarantine_ms: RECYCLE_QUARANTINE_MS,
             fault: None,
         }
     }

@@ -28,6 +28,7 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendErro
 
 use crate::store::index_file::IndexFile;
 use crate::store::mapped_file::{sync_dir, MappedFile};
+use crate::store::recycle::RecyclePool;
 use crate::store::retention::RETENTION_MAX_DELETES_PER_CHECK;
 use crate::store::StoreError;
 
@@ -38,8 +39,14 @@ const _: () = assert!(DELETER_QUEUE_CAPACITY >= RETENTION_MAX_DELETES_PER_CHECK)
 
 /// A file no longer part of the store, still mapped and on disk.
 pub enum DetachedFile {
-    /// The oldest commit-log segment (fully allocated: its size is what unlinking frees).
+    /// The oldest commit-log segment (fully allocated: its size is what unlinking frees),
+    /// unlinked; retention frees space forcibly, so the reuse pool is emptied as well.
     Segment(MappedFile),
+    /// The oldest commit-log segment, expired: kept in the reuse pool if it has room
+    /// (`store::recycle`), else unlinked.
+    Retired(MappedFile),
+    /// Not a file: unlink every segment kept for reuse (appends are refused for disk space).
+    PurgePool,
     /// An expired IndexFile (sparse: not counted in `queued_bytes`).
     Index(IndexFile),
 }
@@ -47,14 +54,20 @@ pub enum DetachedFile {
 impl DetachedFile {
     fn path(&self) -> &Path {
         match self {
-            DetachedFile::Segment(s) => s.path(),
+            DetachedFile::Segment(s) | DetachedFile::Retired(s) => s.path(),
+            DetachedFile::PurgePool => Path::new("the segment reuse pool"),
             DetachedFile::Index(f) => f.path(),
         }
     }
 
+    fn is_segment(&self) -> bool {
+        matches!(self, DetachedFile::Segment(_) | DetachedFile::Retired(_))
+    }
+
     fn counted_bytes(&self) -> u64 {
         match self {
-            DetachedFile::Segment(s) => s.size(),
+            DetachedFile::Segment(s) | DetachedFile::Retired(s) => s.size(),
+            DetachedFile::PurgePool => 0,
             DetachedFile::Index(_) => 0,
         }
     }
@@ -80,23 +93,26 @@ enum Stop {
 
 pub struct FileDeleter {
     tx: Option<Sender<DetachedFile>>,
+    pool: Option<Arc<RecyclePool>>,
     stop_tx: Sender<Stop>,
     state: Arc<DeleterState>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl FileDeleter {
-    pub fn spawn(interval: Duration) -> Result<Self, StoreError> {
+    /// `pool`: where retired segments go instead of being unlinked (None: always unlinked).
+    pub fn spawn(interval: Duration, pool: Option<Arc<RecyclePool>>) -> Result<Self, StoreError> {
         let (tx, rx) = bounded(DELETER_QUEUE_CAPACITY);
         let (stop_tx, stop_rx) = bounded(1);
         let state = Arc::new(DeleterState::default());
-        let st = state.clone();
+        let (st, p) = (state.clone(), pool.clone());
         let thread = std::thread::Builder::new()
             .name("ringmq-clean-files".into())
-            .spawn(move || run(&rx, &stop_rx, interval, &st))
+            .spawn(move || run(&rx, &stop_rx, interval, &st, p.as_deref()))
             .map_err(|e| StoreError::io("ringmq-clean-files thread", e))?;
         Ok(FileDeleter {
             tx: Some(tx),
+            pool,
             stop_tx,
             state,
             thread: Some(thread),
@@ -139,7 +155,12 @@ impl FileDeleter {
         self.state.queued_bytes.load(Ordering::Acquire)
     }
 
-    /// Files unlinked so far.
+    /// Bytes of retired segments kept for reuse (used space until they become segments again).
+    pub fn pooled_bytes(&self) -> u64 {
+        self.pool.as_ref().map_or(0, |p| p.bytes())
+    }
+
+    /// Files unlinked (or kept for reuse) so far.
     pub fn deleted(&self) -> u64 {
         self.state.deleted.load(Ordering::Acquire)
     }
@@ -174,6 +195,7 @@ fn run(
     stop_rx: &Receiver<Stop>,
     interval: Duration,
     st: &DeleterState,
+    pool: Option<&RecyclePool>,
 ) {
     let mut stop = None;
     let mut last_unlink: Option<Instant> = None;
@@ -188,14 +210,13 @@ fn run(
         }
         let bytes = file.counted_bytes();
         let keep = matches!(stop, Some(Stop::Abandon))
-            || (matches!(file, DetachedFile::Segment(_))
-                && st.segment_failed.load(Ordering::Acquire));
+            || (file.is_segment() && st.segment_failed.load(Ordering::Acquire));
         if keep {
             tracing::warn!(path = %file.path().display(),
                 "file deletion abandoned; the next start deletes it again");
             drop(file);
         } else {
-            delete(file, st);
+            delete(file, st, pool);
             last_unlink = Some(Instant::now());
         }
         st.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
@@ -215,13 +236,42 @@ fn pause(stop_rx: &Receiver<Stop>, until: Instant) -> Option<Stop> {
     }
 }
 
-/// Unmaps, unlinks and fsyncs the directory. A segment that cannot be unlinked stops all later
-/// segment deletions (`segment_failed`).
-fn delete(file: DetachedFile, st: &DeleterState) {
-    let is_segment = matches!(file, DetachedFile::Segment(_));
+/// Unmaps, unlinks (or moves a retired segment into the reuse pool) and fsyncs the directory.
+/// A segment that cannot be unlinked stops all later segment deletions (`segment_failed`).
+fn delete(file: DetachedFile, st: &DeleterState, pool: Option<&RecyclePool>) {
+    let is_segment = file.is_segment();
+    let retired = matches!(file, DetachedFile::Retired(_));
+    let forcibly = matches!(file, DetachedFile::Segment(_) | DetachedFile::PurgePool);
+    if matches!(file, DetachedFile::PurgePool) {
+        if let Some(pool) = pool {
+            if let Err(e) = pool.purge() {
+                tracing::error!(error = %e, "emptying the segment reuse pool failed");
+            }
+        }
+        return;
+    }
     let path: PathBuf = file.path().to_path_buf();
     // The munmap of a large mapping is part of the cost moved off the writer.
     drop(file);
+    if let Some(pool) = pool {
+        if forcibly && !pool.is_empty() {
+            if let Err(e) = pool.purge() {
+                tracing::error!(error = %e, "emptying the segment reuse pool failed");
+            }
+        }
+        if retired {
+            match pool.put(&path) {
+                Ok(true) => {
+                    st.deleted.fetch_add(1, Ordering::AcqRel);
+                    return;
+                }
+                Ok(false) => {}
+                // Not moved (or moved and the directory sync failed): unlinking it, by either
+                // name, is still the goal.
+                Err(e) => tracing::warn!(error = %e, "keeping a retired segment for reuse failed"),
+            }
+        }
+    }
     let removed = match std::fs::remove_file(&path) {
         Ok(()) => Ok(()),
         // Already gone (e.g. by an operator): the goal is reached.
@@ -290,7 +340,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let segs = segments(dir.path(), 4);
         let paths: Vec<PathBuf> = segs.iter().map(|s| s.path().to_path_buf()).collect();
-        let mut d = FileDeleter::spawn(Duration::from_millis(50)).unwrap();
+        let mut d = FileDeleter::spawn(Duration::from_millis(50), None).unwrap();
         let t0 = Instant::now();
         for s in segs {
             assert!(d.has_room());
@@ -317,7 +367,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let n = DELETER_QUEUE_CAPACITY as u64 + 4;
         let segs = segments(dir.path(), n);
-        let mut d = FileDeleter::spawn(Duration::from_secs(3600)).unwrap();
+        let mut d = FileDeleter::spawn(Duration::from_secs(3600), None).unwrap();
         let mut submitted = 0;
         let mut segs = segs.into_iter().peekable();
         // The thread may take a file off the queue after `has_room` said no: fill again until
@@ -352,7 +402,7 @@ mod tests {
     fn drop_abandons_queued_files_from_the_newest_end() {
         let dir = tempfile::tempdir().unwrap();
         let segs = segments(dir.path(), 3);
-        let d = FileDeleter::spawn(Duration::from_secs(3600)).unwrap();
+        let d = FileDeleter::spawn(Duration::from_secs(3600), None).unwrap();
         for s in segs {
             d.submit(DetachedFile::Segment(s));
         }

@@ -29,6 +29,8 @@ pub struct MappedFile {
     file: Arc<File>,
     map: MmapMut,
     start: u64,
+    /// A retired segment reused (`store::recycle`): every block written, old bytes past the end.
+    reused: bool,
 }
 
 /// Bytes of zeros per pwrite when warming a segment.
@@ -170,6 +172,7 @@ impl MappedFile {
             file: Arc::new(file),
             map,
             start,
+            reused: false,
         })
     }
 
@@ -290,6 +293,15 @@ impl MappedFile {
             let e = io::Error::last_os_error();
             tracing::debug!(path = %self.path.display(), error = %e, "starting writeback");
         }
+    }
+
+    /// Marks this segment as a reused retired one (`store::recycle::RecyclePool::take`).
+    pub(crate) fn set_reused(&mut self) {
+        self.reused = true;
+    }
+    /// Whether this is a reused retired segment: its blocks are all written.
+    pub fn reused(&self) -> bool {
+        self.reused
     }
 
     pub fn file(&self) -> &File {

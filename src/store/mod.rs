@@ -17,6 +17,7 @@ pub mod index_file;
 pub mod mapped_file;
 pub mod reader;
 pub mod recovery;
+pub mod recycle;
 pub mod retention;
 pub mod warm_gate;
 

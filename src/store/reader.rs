@@ -4,9 +4,16 @@
 //! read-only; a small LRU cache keeps the recently used ones. Invariant: callers ask only for
 //! ranges below the writer's published `max_phy_offset` (the reader cannot know the frontier
 //! itself); a deleted segment (retention) reads as `OffsetNotFound`.
+//!
+//! A retired segment's file may come back as a new segment (`store::recycle`), so a cached
+//! mapping of it could show another segment's bytes. With the writer's published minimum
+//! (`with_min_phy`) every read below it is refused and the stale cache entries dropped, and a
+//! `SegmentRange` can tell (`is_live`) whether its bytes are still the ones asked for, which
+//! the zero-copy writes check before every syscall that reads the file.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use memmap2::{Mmap, MmapOptions};
@@ -32,9 +39,21 @@ pub struct SegmentRange {
     map: Arc<Mmap>,
     pub offset: u64,
     pub len: u32,
+    /// Commit-log position of the range, and the published minimum it must stay above.
+    phy: u64,
+    min_phy: Option<Arc<AtomicU64>>,
 }
 
 impl SegmentRange {
+    /// False once retention has taken the range's segment out of the log: its file may be
+    /// reused, so bytes not yet handed to the kernel must not be read from it any more.
+    /// (Pages already spliced into a pipe or socket keep their content: reuse detaches them.)
+    pub fn is_live(&self) -> bool {
+        self.min_phy
+            .as_ref()
+            .is_none_or(|m| self.phy >= m.load(Ordering::Acquire))
+    }
+
     /// The range's bytes in the read-only mapping.
     pub fn bytes(&self) -> &[u8] {
         let start = self.offset as usize;
@@ -47,6 +66,9 @@ pub struct CommitLogReader {
     segment_size: u64,
     cache: Vec<CachedSegment>,
     tick: u64,
+    /// The writer's published minimum physical offset (None: no check, for tools and tests
+    /// that run without a writer).
+    min_phy: Option<Arc<AtomicU64>>,
 }
 
 impl CommitLogReader {
@@ -57,6 +79,15 @@ impl CommitLogReader {
             segment_size,
             cache: Vec::with_capacity(READER_CACHE_SEGMENTS),
             tick: 0,
+            min_phy: None,
+        }
+    }
+
+    /// A reader that refuses ranges below the writer's published minimum `min_phy`.
+    pub fn with_min_phy(store_root: &Path, segment_size: u64, min_phy: Arc<AtomicU64>) -> Self {
+        CommitLogReader {
+            min_phy: Some(min_phy),
+            ..Self::new(store_root, segment_size)
         }
     }
 
@@ -67,6 +98,13 @@ impl CommitLogReader {
             return Err(StoreError::Invalid(format!(
                 "range {phy_offset}+{size} crosses a segment boundary"
             )));
+        }
+        if let Some(min) = self.min_phy.as_ref().map(|m| m.load(Ordering::Acquire)) {
+            if phy_offset < min {
+                let size = self.segment_size;
+                self.cache.retain(|c| c.start + size > min);
+                return Err(StoreError::OffsetNotFound(phy_offset));
+            }
         }
         self.tick += 1;
         if let Some(i) = self.cache.iter().position(|c| c.start == start) {
@@ -125,6 +163,8 @@ impl CommitLogReader {
             map: seg.map.clone(),
             offset: off as u64,
             len: size,
+            phy: phy_offset,
+            min_phy: self.min_phy.clone(),
         })
     }
 
@@ -137,5 +177,45 @@ impl CommitLogReader {
                 0
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEG: u64 = 64 << 10;
+
+    /// Proves a reader with the writer's minimum refuses ranges below it once it moves, drops
+    /// its cached mapping of the retired segment, and that a range handed out before tells it is
+    /// no longer live (its file may be reused).
+    #[test]
+    fn reads_below_the_published_minimum_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cl = dir.path().join("commitlog");
+        std::fs::create_dir_all(&cl).unwrap();
+        for (i, fill) in [(0u64, 1u8), (1, 2)] {
+            std::fs::write(
+                cl.join(segment_file_name(i * SEG)),
+                vec![fill; SEG as usize],
+            )
+            .unwrap();
+        }
+        let min = Arc::new(AtomicU64::new(0));
+        let mut r = CommitLogReader::with_min_phy(dir.path(), SEG, min.clone());
+        assert_eq!(r.read(10, 4).unwrap(), &[1; 4]);
+        let range = r.locate(10, 4).unwrap();
+        assert!(range.is_live());
+        assert_eq!(r.read(SEG + 10, 4).unwrap(), &[2; 4]);
+        assert_eq!(r.cache.len(), 2);
+        min.store(SEG, Ordering::Release);
+        assert!(!range.is_live(), "its segment was retired");
+        assert!(matches!(r.read(10, 4), Err(StoreError::OffsetNotFound(10))));
+        assert_eq!(r.cache.len(), 1, "the retired segment's mapping is dropped");
+        assert_eq!(r.read(SEG + 10, 4).unwrap(), &[2; 4]);
+        // Without the minimum (tools, tests) nothing is checked.
+        let mut plain = CommitLogReader::new(dir.path(), SEG);
+        assert_eq!(plain.read(10, 4).unwrap(), &[1; 4]);
+        assert!(plain.locate(10, 4).unwrap().is_live());
     }
 }

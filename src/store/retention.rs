@@ -15,7 +15,10 @@
 //! segment waiting there were already gone (`FileDeleter::queued_bytes`): its space is on its
 //! way back, and counting it as used would make one pass under disk pressure take more segments
 //! than it needs. Whether appends are allowed is judged on the disk as it is: a queued file
-//! still holds its blocks. When the deleter's queue is full the pass stops and the segment stays
+//! still holds its blocks. An expired segment goes to the deleter as `Retired`, which may keep
+//! it for reuse as a later segment (`store::recycle`; those count as used space); one deleted
+//! forcibly goes as `Segment`, which also empties that pool, and so does a pass that finds
+//! appends refused. When the deleter's queue is full the pass stops and the segment stays
 //! in the log for the next pass.
 //!
 //! Called by the writer thread every `cleanResourceInterval` with a `PassClock` (injected by
@@ -181,7 +184,13 @@ pub fn run(
             break; // only the active segment is left
         };
         let start = seg.start();
-        deleter.submit(DetachedFile::Segment(seg));
+        // An expired segment may be kept for reuse; one deleted for space is unlinked, and
+        // the reuse pool with it.
+        deleter.submit(if forcibly {
+            DetachedFile::Segment(seg)
+        } else {
+            DetachedFile::Retired(seg)
+        });
         tracing::info!(
             start,
             old,
@@ -193,10 +202,19 @@ pub fn run(
         deleted.push(start);
         (used, on_disk) = measure(log, cfg, deleter)?;
     }
+    let writable = on_disk < hard_limit_percent(cfg);
+    if !writable && deleter.pooled_bytes() > 0 && deleter.has_room() {
+        // Segments kept for reuse are only reused by appends, which are refused now.
+        tracing::warn!(
+            pooled_bytes = deleter.pooled_bytes(),
+            "appends refused for disk space; deleting the segments kept for reuse"
+        );
+        deleter.submit(DetachedFile::PurgePool);
+    }
     Ok(RetentionOutcome {
         deleted,
         used_percent: used,
-        writable: on_disk < hard_limit_percent(cfg),
+        writable,
     })
 }
 
@@ -271,7 +289,7 @@ mod tests {
 
     /// A deleter that does not pause between files.
     fn deleter() -> FileDeleter {
-        FileDeleter::spawn(Duration::ZERO).unwrap()
+        FileDeleter::spawn(Duration::ZERO, None).unwrap()
     }
 
     /// Proves `deleteWhen` reads RocketMQ's "04" and "04;16" forms and refuses what Java's
@@ -444,7 +462,7 @@ mod tests {
     /// hour: nothing the test submits is unlinked while the test looks.
     fn slow_deleter() -> FileDeleter {
         let scratch = tempfile::tempdir().unwrap();
-        let d = FileDeleter::spawn(HOUR).unwrap();
+        let d = FileDeleter::spawn(HOUR, None).unwrap();
         let seg = crate::store::mapped_file::MappedFile::create(
             scratch.path(),
             0,

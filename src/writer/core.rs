@@ -159,9 +159,10 @@ impl WriterCore {
                 (None, Completion::GroupCommit(gc))
             }
         };
-        let deleter = FileDeleter::spawn(Duration::from_millis(
-            cfg.delete_commit_log_files_interval_ms,
-        ))?;
+        let deleter = FileDeleter::spawn(
+            Duration::from_millis(cfg.delete_commit_log_files_interval_ms),
+            Some(log.recycle_pool()),
+        )?;
         let index_checkpoint = IndexCheckpoint::new(
             cfg.index_flush_interval_ms,
             parts.checkpoint.index_msg_timestamp,

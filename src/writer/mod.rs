@@ -289,7 +289,8 @@ enum Msg {
 #[derive(Debug, Default)]
 struct Published {
     max_phy: AtomicU64,
-    min_phy: AtomicU64,
+    /// Shared with every shard's `CommitLogReader`, which refuses ranges below it.
+    min_phy: Arc<AtomicU64>,
     writable: AtomicBool,
 }
 
@@ -342,6 +343,11 @@ impl WriterSender {
     /// The first byte still in the commit log (retention moves it).
     pub fn min_phy_offset(&self) -> u64 {
         self.published.min_phy.load(Ordering::Acquire)
+    }
+    /// The published minimum itself, for a `CommitLogReader` to check every read against (a
+    /// retired segment may be reused, see `store::recycle`).
+    pub fn min_phy_watch(&self) -> Arc<AtomicU64> {
+        self.published.min_phy.clone()
     }
     /// False while appends are refused (disk past the hard limit, or an async flush failed).
     pub fn is_writable(&self) -> bool {
