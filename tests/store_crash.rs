@@ -122,22 +122,22 @@ fn segment_inodes(root: &Path) -> Vec<(u64, u64)> {
     .collect()
 }
 
-#[test]
-fn sigkill_loses_no_acknowledged_record() {
-    let iters: u32 = std::env::var("STORE_CRASH_ITERS")
+/// STORE_CRASH_ITERS, else `default`.
+fn iterations(default: u32) -> u32 {
+    std::env::var("STORE_CRASH_ITERS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    crash_iterations(iters, false);
+        .unwrap_or(default)
+}
+
+#[test]
+fn sigkill_loses_no_acknowledged_record() {
+    crash_iterations(iterations(20), false);
 }
 
 #[test]
 fn sigkill_with_reused_segments_loses_no_acknowledged_record() {
-    let iters: u32 = std::env::var("STORE_CRASH_ITERS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10);
-    crash_iterations(iters, true);
+    crash_iterations(iterations(10), true);
 }
 
 /// `iters` times: run the driver for a random moment, SIGKILL it, verify. With `recycle`, also

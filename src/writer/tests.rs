@@ -632,20 +632,26 @@ fn every_hour() -> String {
     (0..24).map(|h| h.to_string()).collect::<Vec<_>>().join(";")
 }
 
+/// A store whose segments expire as soon as they are not the active one, checked every
+/// `check_ms`, deleted without pauses.
+fn expiring(dir: &std::path::Path, seg: u64, check_ms: u64) -> StoreConfig {
+    StoreConfig {
+        file_reserved_time_hours: 0,
+        delete_when: crate::store::config::DeleteWhen::parse(&every_hour()).unwrap(),
+        retention_check_interval_ms: check_ms,
+        // The pause between deletions has its own test (tests/store_retention_deleter.rs).
+        delete_commit_log_files_interval_ms: 0,
+        ..cfg(dir, seg)
+    }
+}
+
 /// Proves retention deletes expired segments (never the active one) and publishes the new
 /// minimum physical offset.
 #[test]
 fn retention_deletes_expired_segments() {
     let dir = tempfile::tempdir().unwrap();
     let seg = 128 << 10;
-    let c = StoreConfig {
-        file_reserved_time_hours: 0,
-        delete_when: crate::store::config::DeleteWhen::parse(&every_hour()).unwrap(),
-        retention_check_interval_ms: 50,
-        // The pause between deletions has its own test (tests/store_retention_deleter.rs).
-        delete_commit_log_files_interval_ms: 0,
-        ..cfg(dir.path(), seg)
-    };
+    let c = expiring(dir.path(), seg, 50);
     let w = start(&c, Box::new(NullDispatcher));
     let s = w.clone_sender();
     let body = vec![3u8; 10_000];
@@ -674,13 +680,9 @@ fn retention_reuses_retired_segments() {
     let dir = tempfile::tempdir().unwrap();
     let seg = 128 << 10;
     let c = StoreConfig {
-        file_reserved_time_hours: 0,
-        delete_when: crate::store::config::DeleteWhen::parse(&every_hour()).unwrap(),
-        retention_check_interval_ms: 20,
-        delete_commit_log_files_interval_ms: 0,
         recycle_commit_log_segments: 2,
         recycle_quarantine_ms: 0,
-        ..cfg(dir.path(), seg)
+        ..expiring(dir.path(), seg, 20)
     };
     let w = start(&c, Box::new(NullDispatcher));
     let s = w.clone_sender();
