@@ -28,12 +28,13 @@
 //! `recycle_quarantine` after it was retired, so a reader between its check and its syscall
 //! when the segment was retired has long finished.
 //!
-//! The pool lives in the commit-log directory as `recycle-<retired at>-<old start>` files (names
-//! that are not segment names, so loading ignores them; the time is CLOCK_BOOTTIME ms, and files
-//! found at open, retired by an earlier run, get 0: no reader of this run ever mapped them). The deleter thread is the only one that adds
-//! (`put`) or purges, the allocator's thread (or the writer, allocating synchronously) the only
-//! one that takes; each move is a rename followed by a directory fsync, so a crash leaves every
-//! file either a pooled file or a segment, never both. `len` is a counter kept beside the files,
+//! The pool lives in the commit-log directory as `recycle-<retired at>-<old name>` files (names
+//! that are not segment names, so loading ignores them). The time is CLOCK_BOOTTIME ms; files
+//! found at open, retired by an earlier run, get 0, since no reader of this run ever mapped
+//! them. The deleter thread is the only one that adds (`put`) or purges, the allocator's thread
+//! (or the writer, allocating synchronously) the only one that takes; each move is a rename
+//! followed by a directory fsync, so a crash leaves every file either a pooled file or a
+//! segment, never both. `len` is a counter kept beside the files,
 //! so checking the pool costs no directory listing. Pooled files count as used disk space;
 //! retention has the deleter purge them when it deletes forcibly or appends are refused.
 
