@@ -1,17 +1,17 @@
-//! Segment allocator: a helper thread ("ringmq-prealloc") that creates and fallocates the NEXT
-//! commit-log segment ahead of need, so the writer never waits on file creation in steady state.
+//! Segment allocator: a helper thread ("ringmq-prealloc") that prepares the NEXT commit-log
+//! segment ahead of need (a retired one from the reuse pool, `store::recycle`, else a new file,
+//! fallocated), so the writer never waits on file creation in steady state.
 //!
 //! Owned by the `CommitLog`. Protocol: `request(start)` asks for the segment at `start` (at most
 //! one outstanding); `take(start)` returns it, waiting only if it is not ready yet. An allocation
 //! error (ENOSPC -> DiskFull) is returned by `take`; the next `take` tries again.
 //!
 //! With warming on (SYNC_FLUSH by default, `StoreConfig::warm_segments`), the thread also writes
-//! zeros over the new segment. `take` raises the `wanted` flag and unparks the helper first, so a
+//! zeros over a new (not reused) segment. `take` raises the `wanted` flag and unparks the helper first, so a
 //! writer that catches up with the warming waits for one 1 MiB write at most, never for the
 //! whole segment or a pacing pause. While group commits run, the warming writes in the disk's
 //! idle windows the group-commit thread signals through the allocator's `WarmGate`.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -20,15 +20,13 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::store::fault::FaultHook;
 use crate::store::mapped_file::{MappedFile, Warm};
-use crate::store::recycle::{take_or_create, RecyclePool};
+use crate::store::recycle::RecyclePool;
 use crate::store::warm_gate::WarmGate;
 use crate::store::StoreError;
 
 type Allocated = (u64, Result<MappedFile, StoreError>);
 
 pub struct SegmentAllocator {
-    dir: PathBuf,
-    size: u64,
     fault: Option<FaultHook>,
     /// Set by `take`: the writer waits for the pending segment, stop warming it.
     wanted: Arc<AtomicBool>,
@@ -38,14 +36,13 @@ pub struct SegmentAllocator {
     thread: Option<JoinHandle<()>>,
     /// Group commits tell the warming when the disk is idle (see `warm_gate`).
     gate: Arc<WarmGate>,
-    /// Retired segments to reuse before creating new ones.
+    /// Retired segments to reuse before creating new ones; its directory and segment size are
+    /// where and how big segments are created.
     pool: Arc<RecyclePool>,
 }
 
 impl SegmentAllocator {
     pub fn spawn(
-        dir: PathBuf,
-        size: u64,
         fault: Option<FaultHook>,
         warm: bool,
         pool: Arc<RecyclePool>,
@@ -53,7 +50,7 @@ impl SegmentAllocator {
         // One request in flight at a time, so capacity 1 both ways is enough.
         let (req_tx, req_rx) = bounded::<u64>(1);
         let (res_tx, res_rx) = bounded::<Allocated>(1);
-        let (d, f) = (dir.clone(), fault.clone());
+        let f = fault.clone();
         let wanted = Arc::new(AtomicBool::new(false));
         let gate = Arc::new(WarmGate::default());
         let (w, g, p) = (wanted.clone(), gate.clone(), pool.clone());
@@ -66,17 +63,15 @@ impl SegmentAllocator {
                     } else {
                         Warm::Off
                     };
-                    let res = take_or_create(&d, start, size, f.as_ref(), Some(&p), how);
+                    let res = p.take_or_create(start, f.as_ref(), how);
                     if res_tx.send((start, res)).is_err() {
                         return;
                     }
                 }
             })
-            .map_err(|e| StoreError::io(&dir, e))?;
+            .map_err(|e| StoreError::io("ringmq-prealloc thread", e))?;
         gate.set_warmer(thread.thread().clone());
         Ok(SegmentAllocator {
-            dir,
-            size,
             fault,
             wanted,
             tx: Some(req_tx),
@@ -118,14 +113,8 @@ impl SegmentAllocator {
         }
         // Not requested (or the helper is gone): allocate synchronously on this thread, unwarmed
         // (the writer is waiting for it).
-        take_or_create(
-            &self.dir,
-            start,
-            self.size,
-            self.fault.as_ref(),
-            Some(&self.pool),
-            Warm::Off,
-        )
+        self.pool
+            .take_or_create(start, self.fault.as_ref(), Warm::Off)
     }
 }
 

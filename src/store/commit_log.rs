@@ -20,7 +20,7 @@ use crate::store::config::{FlushDiskType, StoreConfig};
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::files::StoreLock;
 use crate::store::mapped_file::{parse_segment_name, sync_dir, MappedFile, Warm};
-use crate::store::recycle::{take_or_create, RecyclePool};
+use crate::store::recycle::RecyclePool;
 use crate::store::warm_gate::WarmGate;
 use crate::store::StoreError;
 
@@ -185,14 +185,8 @@ impl CommitLog {
             // The first segment of a fresh store: a retired one if the pool has one, else
             // warmed here, before the writer starts.
             let warm = if self.warm { Warm::Full } else { Warm::Off };
-            self.segments.push(take_or_create(
-                &self.dir,
-                start,
-                self.segment_size,
-                self.fault.as_ref(),
-                Some(&self.pool),
-                warm,
-            )?);
+            self.segments
+                .push(self.pool.take_or_create(start, self.fault.as_ref(), warm)?);
         }
         sync_dir(&self.dir)?;
         self.active = idx;
@@ -201,13 +195,7 @@ impl CommitLog {
         self.flushed = end;
         self.last_store_timestamp = last_store_timestamp;
         self.flushed_store_timestamp = last_store_timestamp;
-        let mut alloc = SegmentAllocator::spawn(
-            self.dir.clone(),
-            self.segment_size,
-            self.fault.clone(),
-            self.warm,
-            self.pool.clone(),
-        )?;
+        let mut alloc = SegmentAllocator::spawn(self.fault.clone(), self.warm, self.pool.clone())?;
         alloc.request(self.segments[idx].end());
         self.allocator = Some(alloc);
         Ok(())

@@ -1,10 +1,10 @@
 //! Retired commit-log segments kept for reuse as new ones (`recycleCommitLogSegments`).
 //!
 //! Why: a new segment's blocks have never been written, and appending into them costs every
-//! group commit more than overwriting written blocks (ext4 converts unwritten extents, and on a
-//! thin-provisioned or discarding virtual disk the host allocates the blocks inside the
-//! guest's flush: 64 KiB + fdatasync took 284-307 us into new space against 181-208 us over
-//! written blocks on the reference VM). Warming (zeros written ahead) moves that cost, it does
+//! group commit more than overwriting written blocks (ext4 converts unwritten extents, and on
+//! the reference VM, whose disk takes discards, the host seems to allocate the blocks inside the
+//! guest's flush: 64 KiB + fdatasync took 284-307 us into new space, 226-249 us over extents
+//! made unwritten again but still allocated, 181-208 us over written blocks). Warming (zeros written ahead) moves that cost, it does
 //! not remove it: the zeros are a second write of every byte. A segment that retention takes
 //! out of the log has all its blocks written and allocated, so instead of unlinking it the
 //! deleter renames it into this pool, and the allocator renames it back in as the next segment,
@@ -24,7 +24,8 @@
 //! page-cache pages (pages spliced into pipes or sockets keep the old bytes, detached) while
 //! its extents stay written, on the same blocks. (`FALLOC_FL_ZERO_RANGE` drops them too but
 //! makes the extents unwritten again, which costs the group commits most of what reuse saves:
-//! 121-127k against 173-183k msg/s in the SYNC bench.) And a file is reused only
+//! in the SYNC bench 121-127k msg/s, against 114-119k for fresh warmed segments and 148-165k
+//! for reused written ones with their pages dropped.) And a file is reused only
 //! `recycle_quarantine` after it was retired, so a reader between its check and its syscall
 //! when the segment was retired has long finished.
 //!
@@ -34,8 +35,8 @@
 //! them. The deleter thread is the only one that adds (`put`) or purges, the allocator's thread
 //! (or the writer, allocating synchronously) the only one that takes; each move is a rename
 //! followed by a directory fsync, so a crash leaves every file either a pooled file or a
-//! segment, never both. `len` is a counter kept beside the files,
-//! so checking the pool costs no directory listing. Pooled files count as used disk space;
+//! segment, never both. `len` is a counter kept beside the files, so checking the pool costs no
+//! directory listing. Pooled files count as used disk space;
 //! retention has the deleter purge them when it deletes forcibly or appends are refused.
 
 use std::ffi::CString;
@@ -232,6 +233,26 @@ impl RecyclePool {
         None
     }
 
+    /// The segment at `start` in this pool's directory: a retired one when one is ready (no
+    /// warming: its blocks are written), else created and warmed as `warm` says.
+    pub fn take_or_create(
+        &self,
+        start: u64,
+        fault: Option<&FaultHook>,
+        warm: Warm<'_>,
+    ) -> Result<MappedFile, StoreError> {
+        if !self.is_empty() {
+            // The same seam as creating: an injected allocation failure fails either way.
+            let path = self.dir.join(segment_file_name(start));
+            FaultHook::check(fault, FaultPoint::AllocateSegment)
+                .map_err(|e| alloc_error(&path, e))?;
+            if let Some(mf) = self.take(start) {
+                return Ok(mf);
+            }
+        }
+        MappedFile::create(&self.dir, start, self.size, fault, warm)
+    }
+
     fn pool_path(&self, retired_at: u64, old: &str) -> PathBuf {
         self.dir.join(format!("{PREFIX}{retired_at:020}-{old}"))
     }
@@ -291,27 +312,6 @@ fn drop_page_cache(path: &Path) -> Result<(), StoreError> {
         }
     }
     Ok(())
-}
-
-/// The segment at `start`: a retired one from `pool` when it has one (no warming: its blocks are
-/// written), else created and warmed as `warm` says.
-pub fn take_or_create(
-    dir: &Path,
-    start: u64,
-    size: u64,
-    fault: Option<&FaultHook>,
-    pool: Option<&RecyclePool>,
-    warm: Warm<'_>,
-) -> Result<MappedFile, StoreError> {
-    if let Some(p) = pool.filter(|p| !p.is_empty()) {
-        // The same seam as creating: an injected allocation failure fails either way.
-        let path = dir.join(segment_file_name(start));
-        FaultHook::check(fault, FaultPoint::AllocateSegment).map_err(|e| alloc_error(&path, e))?;
-        if let Some(mf) = p.take(start) {
-            return Ok(mf);
-        }
-    }
-    MappedFile::create(dir, start, size, fault, warm)
 }
 
 /// rename(2) that fails with EEXIST instead of replacing `to`.
@@ -482,9 +482,9 @@ mod tests {
         assert!(pool.take(SEG).is_none());
         assert_eq!(std::fs::read(&existing).unwrap()[0], 5);
         assert_eq!(pool.len(), 1);
-        let mf = take_or_create(dir.path(), 2 * SEG, SEG, None, Some(&pool), Warm::Off).unwrap();
+        let mf = pool.take_or_create(2 * SEG, None, Warm::Off).unwrap();
         assert_eq!(mf.bytes()[0], 1, "the pooled file");
-        let mf = take_or_create(dir.path(), 3 * SEG, SEG, None, Some(&pool), Warm::Off).unwrap();
+        let mf = pool.take_or_create(3 * SEG, None, Warm::Off).unwrap();
         assert_eq!(mf.bytes()[0], 0, "created: the pool is empty");
     }
 }
