@@ -18,6 +18,8 @@
 //! this 2-vCPU VM runs 1 shard, as the writer takes the other core),
 //! RINGMQ_BENCH_WARM (unset: the store's default, segments zero-filled under SYNC_FLUSH only;
 //! 0 or 1 forces `warmMapedFileEnable` off or on, to see what warming buys),
+//! RINGMQ_BENCH_PIN (unset or 1: threads placed as the broker places them, writer and
+//! group commit on the last core, shard threads on the others; 0: all left to the scheduler),
 //! RINGMQ_BENCH_ONLY=async|sync|sync-reused|sync-threads|ceiling (only the ASYNC run, the
 //! shard-shaped SYNC run on a fresh store or on reused segments, the thread-shaped one or the
 //! group-commit ceiling, and no ratio: for comparing settings back to back or profiling one).
@@ -152,11 +154,33 @@ fn group_commit_ceiling(dir: &Path, records: u64, secs: u64, space: CeilingSpace
     )
 }
 
+/// Where the bench's threads run, as the broker places them with `pinCores` (its default,
+/// `broker::start`): the writer, and with it the group-commit thread, on the last core; the
+/// shard threads on the others (core `i % (cores - 1)`). None with one core or
+/// RINGMQ_BENCH_PIN=0: every thread left to the scheduler, as the bench ran before the
+/// fifteenth session.
+#[derive(Clone, Copy)]
+struct Placement {
+    writer_core: usize,
+    shard_cores: usize,
+}
+
+fn placement() -> Option<Placement> {
+    let cores = ringmq::runtime::available_cores();
+    (cores > 1 && std::env::var("RINGMQ_BENCH_PIN").map_or(true, |v| v != "0")).then_some(
+        Placement {
+            writer_core: cores - 1,
+            shard_cores: cores - 1,
+        },
+    )
+}
+
 fn store_cfg(root: PathBuf, flush: FlushDiskType) -> StoreConfig {
     StoreConfig {
         flush_disk_type: flush,
         message_index_enable: false,
         warm_mapped_file: std::env::var("RINGMQ_BENCH_WARM").ok().map(|v| v == "1"),
+        writer_core: placement().map(|p| p.writer_core),
         ..StoreConfig::with_root(root)
     }
 }
@@ -243,6 +267,10 @@ fn sync_rate_shards(root: PathBuf, shards: u64, inflight: u64, secs: u64) -> (f6
             let (s, stop, count) = (w.clone_sender(), stop.clone(), count.clone());
             let mine = inflight / shards + u64::from(i < inflight % shards);
             std::thread::spawn(move || {
+                if let Some(p) = placement() {
+                    ringmq::runtime::pin_current_thread(i as usize % p.shard_cores)
+                        .expect("pin shard thread");
+                }
                 let (done_tx, done_rx) = crossbeam_channel::bounded(mine as usize);
                 let me = std::thread::current();
                 let body = [i as u8; RECORD_BODY];
@@ -386,6 +414,15 @@ fn main() {
         "commit_log_append: dir {}, {mb} MiB, 1 KiB records",
         dir.display()
     );
+    match placement() {
+        Some(p) => println!(
+            "  threads as the broker's pinCores: writer and group commit on core {}, shard \
+             threads on core(s) 0-{}",
+            p.writer_core,
+            p.shard_cores - 1
+        ),
+        None => println!("  threads unpinned"),
+    }
 
     if let Ok(only) = std::env::var("RINGMQ_BENCH_ONLY") {
         match only.as_str() {

@@ -187,3 +187,25 @@ pub fn available_cores() -> usize {
         .map(|n| n.get())
         .unwrap_or(1)
 }
+
+/// Pins the calling thread to CPU `core` (plain threads: the writer core's threads; shards are
+/// pinned by their executor's placement).
+pub fn pin_current_thread(core: usize) -> io::Result<()> {
+    if core >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cpu {core} is past CPU_SETSIZE"),
+        ));
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (`core` is below CPU_SETSIZE);
+    // sched_setaffinity(0) affects only the calling thread.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

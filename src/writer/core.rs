@@ -151,7 +151,7 @@ impl WriterCore {
                     log.flushed_store_timestamp(),
                     dispatcher,
                     published.clone(),
-                    cfg.fault.clone(),
+                    &cfg,
                     log.dir().to_path_buf(),
                     log.warm_gate(),
                 )

@@ -26,7 +26,7 @@ use super::{
 use crate::constants::{GROUP_COMMIT_MAX_WAIT, GROUP_COMMIT_QUEUE_CAPACITY};
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::warm_gate::WarmGate;
-use crate::store::StoreError;
+use crate::store::{StoreConfig, StoreError};
 
 /// One written writer batch waiting for its fdatasync.
 pub struct GroupCommitRequest {
@@ -90,13 +90,15 @@ struct Committer {
 }
 
 impl GroupCommitService {
-    /// Starts the thread; `start_phy` is the recovered, durable end of the commit log.
+    /// Starts the thread; `start_phy` is the recovered, durable end of the commit log. From
+    /// `cfg`: the fault seam, and the writer core, where this thread is pinned too when the
+    /// writer is.
     pub fn spawn(
         start_phy: u64,
         start_timestamp: i64,
         dispatcher: Box<dyn Dispatcher>,
         published: Arc<Published>,
-        fault: Option<FaultHook>,
+        cfg: &StoreConfig,
         path: std::path::PathBuf,
         warm_gate: Option<Arc<WarmGate>>,
     ) -> std::io::Result<Self> {
@@ -107,19 +109,29 @@ impl GroupCommitService {
             .flushed_timestamp
             .store(start_timestamp, Ordering::Release);
         let stats = Arc::new(GroupCommitStats::default());
+        let pin = cfg.writer_core;
         let mut c = Committer {
             rx,
             dispatcher,
             published,
             state: state.clone(),
             stats: stats.clone(),
-            fault,
+            fault: cfg.fault.clone(),
             path,
             warm_gate,
         };
         let thread = std::thread::Builder::new()
             .name("ringmq-sync-flush".into())
-            .spawn(move || c.run())?;
+            .spawn(move || {
+                // Same core as the writer: the hand-over after each write then wakes a thread on
+                // this core instead of interrupting another, and the shards keep theirs. SYNC
+                // bench on reused segments, shards on core 0: 1.03-1.05x (RESULTS, fifteenth
+                // session).
+                if let Some(core) = pin {
+                    super::pin_to_cpu(core);
+                }
+                c.run()
+            })?;
         Ok(GroupCommitService {
             tx: Some(tx),
             waker: thread.thread().clone(),

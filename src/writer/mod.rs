@@ -468,20 +468,10 @@ fn replicate(e: &StoreError) -> StoreError {
     }
 }
 
+/// Pins the calling thread (the writer or its group-commit thread) to the writer core.
 fn pin_to_cpu(cpu: usize) {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        tracing::warn!(cpu, "writer core index out of range; not pinning");
-        return;
-    }
-    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (cpu is bounds-checked by the
-    // libc macro against CPU_SETSIZE); sched_setaffinity(0) affects only this thread.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc != 0 {
-        tracing::warn!(cpu, error = %std::io::Error::last_os_error(), "pinning the writer failed");
+    if let Err(e) = crate::runtime::pin_current_thread(cpu) {
+        tracing::warn!(cpu, error = %e, "pinning to the writer core failed");
     }
 }
 

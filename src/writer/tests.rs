@@ -927,3 +927,37 @@ fn records_with_the_body_apart_are_written_as_whole_ones() {
     }
     assert!(max_phy > sent.last().unwrap().0);
 }
+
+/// With a writer core configured, the group-commit thread runs there too, so the hand-over after
+/// each write wakes a thread on the same core (RESULTS, fifteenth session).
+#[test]
+fn group_commit_thread_is_pinned_to_the_writer_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = crate::runtime::available_cores() - 1;
+    let c = StoreConfig {
+        writer_core: Some(core),
+        ..cfg(dir.path(), 1 << 20)
+    };
+    let w = start(&c, Box::new(NullDispatcher));
+    append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
+    // Other tests' writers run in this process too, unpinned: look for one pinned thread of
+    // each name (only a writer core pins them).
+    let pinned = |name: &str| {
+        std::fs::read_dir("/proc/self/task").unwrap().any(|t| {
+            let p = t.unwrap().path();
+            let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+            let status = std::fs::read_to_string(p.join("status")).unwrap_or_default();
+            comm.trim() == name
+                && status.lines().any(|l| {
+                    l.split_whitespace()
+                        .eq(["Cpus_allowed_list:", &core.to_string()])
+                })
+        })
+    };
+    assert!(pinned("ringmq-writer"));
+    assert!(
+        pinned("ringmq-sync-flu"),
+        "the group-commit thread is not on core {core}"
+    );
+    w.shutdown().unwrap();
+}
