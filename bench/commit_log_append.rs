@@ -7,15 +7,16 @@
 //! the preallocated segment, and the flusher keeps syncing in the background while it does.
 //! SYNC_FLUSH with 64 appends in flight is bound by fdatasync latency (0.14-0.15 ms per group
 //! commit over warmed segments on the current VM): at best 64 records per sync, so
-//! 64 / (sync + the reply/resubmit turnaround). Two appender shapes are measured: the broker's (2
-//! "shard" threads keeping 64 appends in flight, replies over a channel, as shard cores do) is the
-//! headline; 64 OS threads each blocking on one append adds a thread wake-up per message and shows
+//! 64 / (sync + the reply/resubmit turnaround). Two appender shapes are measured: the broker's
+//! ("shard" threads keeping 64 appends in flight, replies over a channel, as shard cores do, as
+//! many and on the same cores as the broker's shards) is the headline; 64 OS threads each blocking on one append adds a thread wake-up per message and shows
 //! what that costs. The `sync:` lines give records, bytes and milliseconds per fdatasync.
 //!
 //! Env: RINGMQ_BENCH_DIR (default /tmp), RINGMQ_BENCH_MB (raw and async volume, default 1024),
 //! RINGMQ_BENCH_SYNC_SECS (default 5), RINGMQ_BENCH_SYNC_THREADS (default 64),
-//! RINGMQ_BENCH_SYNC_SHARDS (default 2: "shard" threads sharing those appends; the broker on
-//! this 2-vCPU VM runs 1 shard, as the writer takes the other core),
+//! RINGMQ_BENCH_SYNC_SHARDS ("shard" threads sharing those appends; default the broker's own
+//! shard count, one per core but the writer's: 1 on this 2-vCPU VM; until the fifteenth
+//! session 2),
 //! RINGMQ_BENCH_WARM (unset: the store's default, segments zero-filled under SYNC_FLUSH only;
 //! 0 or 1 forces `warmMapedFileEnable` off or on, to see what warming buys),
 //! RINGMQ_BENCH_PIN (unset or 1: threads placed as the broker places them, writer and
@@ -175,6 +176,15 @@ fn placement() -> Option<Placement> {
     )
 }
 
+/// Pins appender thread `i` where the broker would run its work: on a shard's core (all
+/// client work runs on shards; unpinned, the 64-thread shape took the writer's core from it and
+/// ran at 41-42k msg/s instead of 61-65k).
+fn on_shard_core(i: u64) {
+    if let Some(p) = placement() {
+        ringmq::runtime::pin_current_thread(i as usize % p.shard_cores).expect("pin appender");
+    }
+}
+
 fn store_cfg(root: PathBuf, flush: FlushDiskType) -> StoreConfig {
     StoreConfig {
         flush_disk_type: flush,
@@ -237,6 +247,7 @@ fn sync_rate(root: PathBuf, threads: u64, secs: u64) -> (f64, f64, u64) {
         .map(|i| {
             let (s, stop, count) = (w.clone_sender(), stop.clone(), count.clone());
             std::thread::spawn(move || {
+                on_shard_core(i);
                 let body = [i as u8; RECORD_BODY];
                 while !stop.load(Ordering::Relaxed) {
                     let r = record("BENCH", (i % 8) as u32, &body, "");
@@ -267,10 +278,7 @@ fn sync_rate_shards(root: PathBuf, shards: u64, inflight: u64, secs: u64) -> (f6
             let (s, stop, count) = (w.clone_sender(), stop.clone(), count.clone());
             let mine = inflight / shards + u64::from(i < inflight % shards);
             std::thread::spawn(move || {
-                if let Some(p) = placement() {
-                    ringmq::runtime::pin_current_thread(i as usize % p.shard_cores)
-                        .expect("pin shard thread");
-                }
+                on_shard_core(i);
                 let (done_tx, done_rx) = crossbeam_channel::bounded(mine as usize);
                 let me = std::thread::current();
                 let body = [i as u8; RECORD_BODY];
@@ -409,7 +417,9 @@ fn main() {
     let mb = env_u64("RINGMQ_BENCH_MB", 1024);
     let sync_secs = env_u64("RINGMQ_BENCH_SYNC_SECS", 5);
     let threads = env_u64("RINGMQ_BENCH_SYNC_THREADS", 64);
-    let shards = env_u64("RINGMQ_BENCH_SYNC_SHARDS", 2).max(1);
+    // As `broker::start::shard_count` with no `shardCount` set.
+    let broker_shards = ringmq::runtime::available_cores().saturating_sub(1).max(1) as u64;
+    let shards = env_u64("RINGMQ_BENCH_SYNC_SHARDS", broker_shards).max(1);
     println!(
         "commit_log_append: dir {}, {mb} MiB, 1 KiB records",
         dir.display()
@@ -430,7 +440,7 @@ fn main() {
                 let (mbs, msgs, n) =
                     sync_rate_shards(dir.join("sync-shards"), shards, threads, sync_secs);
                 println!(
-                    "SYNC_FLUSH append, {threads} in flight from {shards} shard threads: \
+                    "SYNC_FLUSH append, {threads} in flight from {shards} shard thread(s): \
                      {mbs:.1} MB/s, {msgs:.0} msg/s ({n} msgs)"
                 );
             }
@@ -447,7 +457,7 @@ fn main() {
                 let (mbs, msgs, n) = sync_rate_shards(root, shards, threads, sync_secs);
                 println!(
                     "SYNC_FLUSH append on reused segments, {threads} in flight from {shards} \
-                     shard threads: {mbs:.1} MB/s, {msgs:.0} msg/s ({n} msgs)"
+                     shard thread(s): {mbs:.1} MB/s, {msgs:.0} msg/s ({n} msgs)"
                 );
             }
             "ceiling" => {
@@ -495,7 +505,7 @@ fn main() {
 
     let (s_mbs, s_msgs, n) = sync_rate_shards(dir.join("sync-shards"), shards, threads, sync_secs);
     println!(
-        "SYNC_FLUSH append, {threads} in flight from {shards} shard threads: {s_mbs:.1} MB/s, \
+        "SYNC_FLUSH append, {threads} in flight from {shards} shard thread(s): {s_mbs:.1} MB/s, \
          {s_msgs:.0} msg/s ({n} msgs), {:.1}% of raw (target >= 25%)",
         100.0 * s_mbs / raw
     );
@@ -527,7 +537,7 @@ fn main() {
     let (r_mbs, r_msgs, n) = sync_rate_shards(reused, shards, threads, sync_secs);
     println!(
         "SYNC_FLUSH append on reused segments (a store past its retention), {threads} in flight \
-         from {shards} shard threads: {r_mbs:.1} MB/s, {r_msgs:.0} msg/s ({n} msgs), {:.1}% of raw \
+         from {shards} shard thread(s): {r_mbs:.1} MB/s, {r_msgs:.0} msg/s ({n} msgs), {:.1}% of raw \
          (target >= 25%), {:.0}% of the written-blocks ceiling",
         100.0 * r_mbs / raw,
         100.0 * r_mbs / c_mbs
