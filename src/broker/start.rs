@@ -137,7 +137,13 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             Err(e) => tracing::warn!(error = %e, "fast (VIP) port not available"),
         }
     }
-    let opened = crate::store::open(&cfg.store)?;
+    let mut store_cfg = cfg.store.clone();
+    if cfg.pin_cores && runtime::available_cores() > 1 {
+        // The writer (with its helper threads, which the store starts at open) gets the last
+        // core; shards take the others.
+        store_cfg.writer_core = Some(runtime::available_cores() - 1);
+    }
+    let opened = crate::store::open(&store_cfg)?;
     if opened.recovered_from_crash {
         tracing::warn!("previous run did not shut down cleanly; recovered from the commit log");
     }
@@ -148,11 +154,6 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         (0..n).map(|_| mailbox(SHARD_MAILBOX_CAPACITY)).unzip();
     let logics_msg_timestamp = opened.checkpoint.logics_msg_timestamp.clone();
     let (writer_parts, cqs) = writer::WriterParts::from_opened(opened);
-    let mut store_cfg = cfg.store.clone();
-    if cfg.pin_cores && runtime::available_cores() > 1 {
-        // The writer gets the last core; shards take the others.
-        store_cfg.writer_core = Some(runtime::available_cores() - 1);
-    }
     let writer = writer::spawn_writer(
         writer_parts,
         &store_cfg,

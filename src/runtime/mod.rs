@@ -209,3 +209,15 @@ pub fn pin_current_thread(core: usize) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Pins the calling thread to `core` when one is given (the writer core's threads). A failure
+/// is logged and the thread runs unpinned: slower, never wrong.
+pub fn pin_current_thread_to(core: Option<usize>) {
+    let Some(core) = core else {
+        return;
+    };
+    if let Err(e) = pin_current_thread(core) {
+        let thread = std::thread::current();
+        tracing::warn!(core, thread = thread.name(), error = %e, "pinning failed; running unpinned");
+    }
+}

@@ -42,10 +42,13 @@ pub struct SegmentAllocator {
 }
 
 impl SegmentAllocator {
+    /// `core`: the writer core, where this thread runs too when the writer is pinned (its
+    /// warming and file creation then stay off the shards' cores).
     pub fn spawn(
         fault: Option<FaultHook>,
         warm: bool,
         pool: Arc<RecyclePool>,
+        core: Option<usize>,
     ) -> Result<Self, StoreError> {
         // One request in flight at a time, so capacity 1 both ways is enough.
         let (req_tx, req_rx) = bounded::<u64>(1);
@@ -57,6 +60,7 @@ impl SegmentAllocator {
         let thread = std::thread::Builder::new()
             .name("ringmq-prealloc".into())
             .spawn(move || {
+                crate::runtime::pin_current_thread_to(core);
                 for start in req_rx {
                     let how = if warm {
                         Warm::UntilWanted(&w, Some(&g))

@@ -45,6 +45,8 @@ pub struct CommitLog {
     warm: bool,
     /// SYNC_FLUSH: start writeback of completed pages as they accumulate (`write_run`).
     start_writeback: bool,
+    /// Where the allocator thread runs (`StoreConfig::writer_core`).
+    writer_core: Option<usize>,
     /// Where the pages whose writeback was not started yet begin.
     writeback_from: u64,
     allocator: Option<SegmentAllocator>,
@@ -115,6 +117,7 @@ impl CommitLog {
             fault: cfg.fault.clone(),
             warm: cfg.warm_segments(),
             start_writeback: cfg.flush_disk_type == FlushDiskType::SyncFlush,
+            writer_core: cfg.writer_core,
             writeback_from: 0,
             allocator: None,
             pool,
@@ -195,7 +198,12 @@ impl CommitLog {
         self.flushed = end;
         self.last_store_timestamp = last_store_timestamp;
         self.flushed_store_timestamp = last_store_timestamp;
-        let mut alloc = SegmentAllocator::spawn(self.fault.clone(), self.warm, self.pool.clone())?;
+        let mut alloc = SegmentAllocator::spawn(
+            self.fault.clone(),
+            self.warm,
+            self.pool.clone(),
+            self.writer_core,
+        )?;
         alloc.request(self.segments[idx].end());
         self.allocator = Some(alloc);
         Ok(())

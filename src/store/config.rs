@@ -61,7 +61,8 @@ pub struct StoreConfig {
     /// 1 GiB files does not hammer the disk (`deleteCommitLogFilesInterval`; the deleter
     /// thread sleeps, never the writer).
     pub delete_commit_log_files_interval_ms: u64,
-    /// Pin the writer thread to this CPU (the broker passes the last core).
+    /// Pin the writer thread to this CPU, with its helpers: the group commit (SYNC_FLUSH), the
+    /// flusher (ASYNC_FLUSH) and the segment allocator (the broker passes the last core).
     pub writer_core: Option<usize>,
     /// Write zeros over every new segment before it becomes active, and fdatasync them
     /// (`warmMapedFileEnable`; `None` = on under SYNC_FLUSH, off under ASYNC_FLUSH, see

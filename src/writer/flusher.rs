@@ -33,7 +33,8 @@ pub struct Flusher {
 }
 
 impl Flusher {
-    pub fn spawn(start_phy: u64) -> std::io::Result<Self> {
+    /// `core`: the writer core, where this thread runs too when the writer is pinned.
+    pub fn spawn(start_phy: u64, core: Option<usize>) -> std::io::Result<Self> {
         let (tx, rx) = bounded::<FlushJob>(1);
         let state = Arc::new(FlusherState::default());
         state.flushed_phy.store(start_phy, Ordering::Release);
@@ -41,6 +42,7 @@ impl Flusher {
         let thread = std::thread::Builder::new()
             .name("ringmq-flush".into())
             .spawn(move || {
+                crate::runtime::pin_current_thread_to(core);
                 for job in rx {
                     let mut ok = true;
                     for f in &job.files {

@@ -127,9 +127,7 @@ impl GroupCommitService {
                 // this core instead of interrupting another, and the shards keep theirs. SYNC
                 // bench on reused segments, shards on core 0: 1.03-1.05x (RESULTS, fifteenth
                 // session).
-                if let Some(core) = pin {
-                    super::pin_to_cpu(core);
-                }
+                crate::runtime::pin_current_thread_to(pin);
                 c.run()
             })?;
         Ok(GroupCommitService {

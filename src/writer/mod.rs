@@ -438,9 +438,7 @@ pub fn spawn_writer(
     let thread = std::thread::Builder::new()
         .name("ringmq-writer".into())
         .spawn(move || {
-            if let Some(cpu) = pin {
-                pin_to_cpu(cpu);
-            }
+            crate::runtime::pin_current_thread_to(pin);
             core.run(rx)
         })
         .map_err(|e| StoreError::io(&cfg.store_path_root_dir, e))?;
@@ -465,13 +463,6 @@ fn replicate(e: &StoreError) -> StoreError {
             source: std::io::Error::new(source.kind(), source.to_string()),
         },
         other => StoreError::NotWritable(other.to_string()),
-    }
-}
-
-/// Pins the calling thread (the writer or its group-commit thread) to the writer core.
-fn pin_to_cpu(cpu: usize) {
-    if let Err(e) = crate::runtime::pin_current_thread(cpu) {
-        tracing::warn!(cpu, error = %e, "pinning to the writer core failed");
     }
 }
 

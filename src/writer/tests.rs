@@ -928,18 +928,12 @@ fn records_with_the_body_apart_are_written_as_whole_ones() {
     assert!(max_phy > sent.last().unwrap().0);
 }
 
-/// With a writer core configured, the group-commit thread runs there too, so the hand-over after
-/// each write wakes a thread on the same core (RESULTS, fifteenth session).
+/// With a writer core configured, its helper threads run there too: the group commit's
+/// hand-over after each write then wakes a thread on the same core, and the allocator's and
+/// flusher's work stays off the shards' cores (RESULTS, fifteenth session).
 #[test]
-fn group_commit_thread_is_pinned_to_the_writer_core() {
-    let dir = tempfile::tempdir().unwrap();
+fn writer_core_threads_are_pinned_to_it() {
     let core = crate::runtime::available_cores() - 1;
-    let c = StoreConfig {
-        writer_core: Some(core),
-        ..cfg(dir.path(), 1 << 20)
-    };
-    let w = start(&c, Box::new(NullDispatcher));
-    append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
     // Other tests' writers run in this process too, unpinned: look for one pinned thread of
     // each name (only a writer core pins them).
     let pinned = |name: &str| {
@@ -954,10 +948,21 @@ fn group_commit_thread_is_pinned_to_the_writer_core() {
                 })
         })
     };
-    assert!(pinned("ringmq-writer"));
-    assert!(
-        pinned("ringmq-sync-flu"),
-        "the group-commit thread is not on core {core}"
-    );
-    w.shutdown().unwrap();
+    for (flush, helper) in [
+        (FlushDiskType::SyncFlush, "ringmq-sync-flu"),
+        (FlushDiskType::AsyncFlush, "ringmq-flush"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let c = StoreConfig {
+            writer_core: Some(core),
+            flush_disk_type: flush,
+            ..cfg(dir.path(), 1 << 20)
+        };
+        let w = start(&c, Box::new(NullDispatcher));
+        append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
+        for name in ["ringmq-writer", helper, "ringmq-prealloc"] {
+            assert!(pinned(name), "{name} is not on core {core}");
+        }
+        w.shutdown().unwrap();
+    }
 }
