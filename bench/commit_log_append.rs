@@ -9,8 +9,8 @@
 //! commit over warmed segments on the current VM): at best 64 records per sync, so
 //! 64 / (sync + the reply/resubmit turnaround). Two appender shapes are measured: the broker's
 //! ("shard" threads keeping 64 appends in flight, replies over a channel, as shard cores do, as
-//! many and on the same cores as the broker's shards) is the headline; 64 OS threads each blocking on one append adds a thread wake-up per message and shows
-//! what that costs. The `sync:` lines give records, bytes and milliseconds per fdatasync.
+//! many and on the same cores as the broker's shards) is the headline; 64 OS threads each
+//! blocking on one append adds a thread wake-up per message and shows what that costs. The `sync:` lines give records, bytes and milliseconds per fdatasync.
 //!
 //! Env: RINGMQ_BENCH_DIR (default /tmp), RINGMQ_BENCH_MB (raw and async volume, default 1024),
 //! RINGMQ_BENCH_SYNC_SECS (default 5), RINGMQ_BENCH_SYNC_THREADS (default 64),
@@ -155,33 +155,21 @@ fn group_commit_ceiling(dir: &Path, records: u64, secs: u64, space: CeilingSpace
     )
 }
 
-/// Where the bench's threads run, as the broker places them with `pinCores` (its default,
-/// `broker::start`): the writer, and with it the group-commit thread, on the last core; the
-/// shard threads on the others (core `i % (cores - 1)`). None with one core or
-/// RINGMQ_BENCH_PIN=0: every thread left to the scheduler, as the bench ran before the
-/// fifteenth session.
-#[derive(Clone, Copy)]
-struct Placement {
-    writer_core: usize,
-    shard_cores: usize,
-}
-
-fn placement() -> Option<Placement> {
+/// The writer core, as the broker places its threads with `pinCores` (its default,
+/// `broker::start`): the writer and its helper threads on the last core, the shards on the
+/// others (core `i % writer_core`). None with one core or RINGMQ_BENCH_PIN=0: every thread left
+/// to the scheduler, as the bench ran before the fifteenth session.
+fn writer_core() -> Option<usize> {
     let cores = ringmq::runtime::available_cores();
-    (cores > 1 && std::env::var("RINGMQ_BENCH_PIN").map_or(true, |v| v != "0")).then_some(
-        Placement {
-            writer_core: cores - 1,
-            shard_cores: cores - 1,
-        },
-    )
+    (cores > 1 && std::env::var("RINGMQ_BENCH_PIN").map_or(true, |v| v != "0")).then(|| cores - 1)
 }
 
 /// Pins appender thread `i` where the broker would run its work: on a shard's core (all
 /// client work runs on shards; unpinned, the 64-thread shape took the writer's core from it and
-/// ran at 41-42k msg/s instead of 61-65k).
+/// ran at 40-41k msg/s instead of 61-65k).
 fn on_shard_core(i: u64) {
-    if let Some(p) = placement() {
-        ringmq::runtime::pin_current_thread(i as usize % p.shard_cores).expect("pin appender");
+    if let Some(w) = writer_core() {
+        ringmq::runtime::pin_current_thread(i as usize % w).expect("pin appender");
     }
 }
 
@@ -190,7 +178,7 @@ fn store_cfg(root: PathBuf, flush: FlushDiskType) -> StoreConfig {
         flush_disk_type: flush,
         message_index_enable: false,
         warm_mapped_file: std::env::var("RINGMQ_BENCH_WARM").ok().map(|v| v == "1"),
-        writer_core: placement().map(|p| p.writer_core),
+        writer_core: writer_core(),
         ..StoreConfig::with_root(root)
     }
 }
@@ -417,19 +405,17 @@ fn main() {
     let mb = env_u64("RINGMQ_BENCH_MB", 1024);
     let sync_secs = env_u64("RINGMQ_BENCH_SYNC_SECS", 5);
     let threads = env_u64("RINGMQ_BENCH_SYNC_THREADS", 64);
-    // As `broker::start::shard_count` with no `shardCount` set.
-    let broker_shards = ringmq::runtime::available_cores().saturating_sub(1).max(1) as u64;
+    let broker_shards = ringmq::runtime::default_shard_count() as u64;
     let shards = env_u64("RINGMQ_BENCH_SYNC_SHARDS", broker_shards).max(1);
     println!(
         "commit_log_append: dir {}, {mb} MiB, 1 KiB records",
         dir.display()
     );
-    match placement() {
-        Some(p) => println!(
-            "  threads as the broker's pinCores: writer and group commit on core {}, shard \
+    match writer_core() {
+        Some(w) => println!(
+            "  threads as the broker's pinCores: writer and its helpers on core {w}, shard \
              threads on core(s) 0-{}",
-            p.writer_core,
-            p.shard_cores - 1
+            w - 1
         ),
         None => println!("  threads unpinned"),
     }

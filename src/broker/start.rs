@@ -99,7 +99,7 @@ fn shard_count(cfg: &BrokerConfig) -> usize {
     if cfg.shard_count > 0 {
         return cfg.shard_count;
     }
-    runtime::available_cores().saturating_sub(1).max(1)
+    runtime::default_shard_count()
 }
 
 fn bind_all(

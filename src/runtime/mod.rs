@@ -188,6 +188,11 @@ pub fn available_cores() -> usize {
         .unwrap_or(1)
 }
 
+/// Shards when `shardCount` is not set: one per core, less the writer's.
+pub fn default_shard_count() -> usize {
+    available_cores().saturating_sub(1).max(1)
+}
+
 /// Pins the calling thread to CPU `core` (plain threads: the writer core's threads; shards are
 /// pinned by their executor's placement).
 pub fn pin_current_thread(core: usize) -> io::Result<()> {

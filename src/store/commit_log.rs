@@ -353,9 +353,7 @@ impl CommitLog {
         iov: &mut [IoSlice<'_>],
         data_end: u64,
     ) -> Result<(), StoreError> {
-        let first = self.segments[0].start();
-        let idx = ((phy - first) / self.segment_size) as usize;
-        let seg = &self.segments[idx];
+        let seg = &self.segments[self.segment_index(phy)];
         let total: usize = iov.iter().map(|b| b.len()).sum();
         self.touched = self.touched.max(phy + total as u64);
         FaultHook::check(self.fault.as_ref(), FaultPoint::Write)

@@ -241,24 +241,20 @@ fn pause(stop_rx: &Receiver<Stop>, until: Instant) -> Option<Stop> {
 fn delete(file: DetachedFile, st: &DeleterState, pool: Option<&RecyclePool>) {
     let is_segment = file.is_segment();
     let retired = matches!(file, DetachedFile::Retired(_));
+    // Freeing space (a segment deleted forcibly, or appends refused) empties the reuse pool too.
     let forcibly = matches!(file, DetachedFile::Segment(_) | DetachedFile::PurgePool);
-    if matches!(file, DetachedFile::PurgePool) {
-        if let Some(pool) = pool {
-            if let Err(e) = pool.purge() {
-                tracing::error!(error = %e, "emptying the segment reuse pool failed");
-            }
+    if let Some(pool) = pool.filter(|p| forcibly && !p.is_empty()) {
+        if let Err(e) = pool.purge() {
+            tracing::error!(error = %e, "emptying the segment reuse pool failed");
         }
+    }
+    if matches!(file, DetachedFile::PurgePool) {
         return;
     }
     let path: PathBuf = file.path().to_path_buf();
     // The munmap of a large mapping is part of the cost moved off the writer.
     drop(file);
     if let Some(pool) = pool {
-        if forcibly && !pool.is_empty() {
-            if let Err(e) = pool.purge() {
-                tracing::error!(error = %e, "emptying the segment reuse pool failed");
-            }
-        }
         if retired {
             match pool.put(&path) {
                 Ok(true) => {

@@ -299,6 +299,7 @@ impl MappedFile {
     pub(crate) fn set_reused(&mut self) {
         self.reused = true;
     }
+
     /// Whether this is a reused retired segment: its blocks are all written.
     pub fn reused(&self) -> bool {
         self.reused
