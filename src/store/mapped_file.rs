@@ -196,8 +196,8 @@ impl MappedFile {
     /// disk (SYNC_FLUSH bench: 168-210k msg/s with the burst, 200-219k without any background
     /// warming). While the `gate`'s group commits run, a chunk goes out only right after one
     /// completes, sized to the round (`WarmGate::window_chunk`), and a round is skipped while
-    /// ahead of that pace: zeros written at any moment held the rounds' own writes up (see
-    /// `warm_gate`).
+    /// ahead of that pace: zeros written at any moment held the rounds' own writes up. While
+    /// the rounds saturate the disk, nothing is written at all (see `warm_gate`).
     fn zero_fill(&self, wanted: Option<&AtomicBool>, gate: Option<&WarmGate>) {
         let buf = vec![0u8; WARM_CHUNK + DIRECT_ALIGN];
         let at = buf.as_ptr().align_offset(DIRECT_ALIGN);
@@ -224,6 +224,12 @@ impl MappedFile {
                 // `wanted`, and the gate after each round, so the writer never waits out a
                 // pacing pause and a window is not missed.
                 match gate.filter(|g| g.rounds_running()) {
+                    Some(g) if g.disk_saturated() => {
+                        // Zeros now would only delay the rounds (`warm_gate`). Not woken per
+                        // round: that would be a wake-up on the writer's core per round.
+                        std::thread::park_timeout(ROUNDS_RUNNING_WITHIN);
+                        continue;
+                    }
                     Some(g) => {
                         let round = g.rounds();
                         let fresh = round != seen_round;
@@ -481,7 +487,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (wanted, gate) = (AtomicBool::new(false), WarmGate::default());
         let round = 64u64 << 10;
-        gate.round_done(round);
+        gate.round_done(round, Duration::ZERO);
         let mut rounds = 0u32;
         let seg = std::thread::scope(|s| {
             let h = s.spawn(|| {
@@ -495,7 +501,7 @@ mod tests {
             });
             while !h.is_finished() {
                 std::thread::sleep(Duration::from_millis(1));
-                gate.round_done(round);
+                gate.round_done(round, Duration::ZERO);
                 rounds += 1;
             }
             h.join().unwrap().unwrap()
@@ -513,12 +519,54 @@ mod tests {
         }
     }
 
+    /// While the rounds saturate the disk the warming writes nothing (in the windows after
+    /// them it would finish this segment in ~51 rounds, by time in ~16 ms), and it finishes
+    /// the segment once they stop.
+    #[test]
+    fn warming_holds_back_while_rounds_saturate_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wanted, gate) = (AtomicBool::new(false), WarmGate::default());
+        let busy = Duration::from_secs(1);
+        for _ in 0..30 {
+            gate.round_done(64 << 10, busy);
+        }
+        assert!(gate.disk_saturated());
+        let seg = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                MappedFile::create(
+                    dir.path(),
+                    0,
+                    SEG,
+                    None,
+                    Warm::UntilWanted(&wanted, Some(&gate)),
+                )
+            });
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(300) {
+                std::thread::sleep(Duration::from_millis(1));
+                gate.round_done(64 << 10, busy);
+            }
+            assert!(
+                !h.is_finished(),
+                "warmed while the rounds saturated the disk"
+            );
+            let t = Instant::now();
+            let seg = h.join().unwrap().unwrap();
+            assert!(t.elapsed() < Duration::from_secs(5), "finished by time");
+            seg
+        });
+        assert!(seg.bytes().iter().all(|&b| b == 0));
+        if let Some((_, unwritten)) = unwritten_extents(seg.file()) {
+            assert_eq!(unwritten, 0, "warming left unwritten extents");
+        }
+    }
+
     /// Once rounds stop, the warming goes on at its time pace and finishes the segment.
     #[test]
     fn warming_goes_on_when_rounds_stop() {
         let dir = tempfile::tempdir().unwrap();
         let (wanted, gate) = (AtomicBool::new(false), WarmGate::default());
-        gate.round_done(64 << 10);
+        gate.round_done(64 << 10, Duration::ZERO);
         let t = Instant::now();
         let seg = MappedFile::create(
             dir.path(),

@@ -11,6 +11,16 @@
 //! completes, into the idle part of the cycle, and only paces itself by time when no round
 //! completed lately.
 //!
+//! Unless the rounds keep the disk busy (`disk_saturated`): then the gap after a round is
+//! shorter than a chunk of zeros takes, and every chunk delays the next round. Under sustained
+//! load that warming buys nothing: on this VM's disk zeros written into new space cost what
+//! appends written there directly cost (RESULTS, "Thirteenth and fourteenth sessions"), so
+//! either way each new byte is paid once at that price. What the warming then does is make the
+//! burst pay for the next segment while it is still filling a warm one (SYNC bench on a fresh
+//! store, alternated: 133-142k msg/s with it, 175-191k held back, and even with 64 MiB segments,
+//! where nearly every append goes into an unwarmed one; RESULTS, "Sixteenth session"). So it holds
+//! back while the disk is saturated and catches up in the windows and idle time that follow.
+//!
 //! Shared by the group-commit thread (`round_done`, the only writer of the round fields) and
 //! the "ringmq-prealloc" thread (the only reader that waits); plain atomics and an unpark, no
 //! lock, so the group commit never waits on the warming.
@@ -28,6 +38,16 @@ pub const ROUNDS_RUNNING_WITHIN: Duration = Duration::from_millis(2);
 /// 1.14-1.22x the appends of the time-paced 1 MiB writes, 128 KiB chunks only 1.03-1.13x, and
 /// twice the round's bytes 1.10x.
 pub const WINDOW_CHUNK_MIN: usize = 64 << 10;
+/// The share of time spent in the rounds' fdatasyncs (millionths) from which the disk counts as
+/// saturated. A chunk of zeros into new space takes about as long as a round's sync over
+/// written blocks, and a chunk is a quarter more than the round: it fits in the gap after a
+/// round only while the syncs take less than 1 / 2.25 of the time. The SYNC bench with 64
+/// appends in flight spends 55-59 % of its time in fdatasync with the warming held back,
+/// 66-68 % with it running.
+pub const SATURATED_BUSY_PPM: u64 = 400_000;
+/// Weight of the newest round in the busy share (1 / this): a few dozen rounds, a few
+/// milliseconds under load, to follow a change.
+const BUSY_EWMA_DIV: u64 = 8;
 
 #[derive(Debug)]
 pub struct WarmGate {
@@ -37,6 +57,9 @@ pub struct WarmGate {
     last_round_us: AtomicU64,
     /// Commit-log bytes the last round made durable.
     last_round_bytes: AtomicU64,
+    /// Moving average of each round's fdatasync time over the time since the round before
+    /// (millionths): the disk's busy share under group commit.
+    busy_ppm: AtomicU64,
     epoch: Instant,
     /// The warming thread, woken after a round while it waits for one (`wait_round`). Not
     /// otherwise: between segments it sleeps in the allocator's channel, and a wake per round
@@ -51,6 +74,7 @@ impl Default for WarmGate {
             rounds: AtomicU64::new(0),
             last_round_us: AtomicU64::new(0),
             last_round_bytes: AtomicU64::new(0),
+            busy_ppm: AtomicU64::new(0),
             epoch: Instant::now(),
             warmer: OnceLock::new(),
             waiting: AtomicBool::new(false),
@@ -64,11 +88,24 @@ impl WarmGate {
         let _already = self.warmer.set(t);
     }
 
-    /// A group commit covering `bytes` completed: the disk is idle until the next batch.
-    pub fn round_done(&self, bytes: u64) {
+    /// A group commit covering `bytes` completed, its fdatasync having taken `synced`: the disk
+    /// is idle until the next batch. Called by one thread only (the group commit's), so the
+    /// read-modify-writes below need no atomic update.
+    pub fn round_done(&self, bytes: u64, synced: Duration) {
         self.last_round_bytes.store(bytes, Ordering::Relaxed);
-        self.last_round_us
-            .store(self.now_us().max(1), Ordering::Relaxed);
+        let now = self.now_us().max(1);
+        let prev = self.last_round_us.swap(now, Ordering::Relaxed);
+        if prev != 0 {
+            let cycle = now.saturating_sub(prev).max(1);
+            let sample = (synced.as_micros() as u64)
+                .saturating_mul(1_000_000)
+                .checked_div(cycle)
+                .unwrap_or(0)
+                .min(1_000_000);
+            let old = self.busy_ppm.load(Ordering::Relaxed);
+            let new = old - old / BUSY_EWMA_DIV + sample / BUSY_EWMA_DIV;
+            self.busy_ppm.store(new, Ordering::Relaxed);
+        }
         // SeqCst with `wait_round`'s: either it sees this round, or this sees it waiting.
         self.rounds.fetch_add(1, Ordering::SeqCst);
         if self.waiting.load(Ordering::SeqCst) {
@@ -99,6 +136,12 @@ impl WarmGate {
         last != 0 && self.now_us().saturating_sub(last) < ROUNDS_RUNNING_WITHIN.as_micros() as u64
     }
 
+    /// Whether the rounds keep the disk so busy that warming between them only delays them
+    /// (see the module doc): their fdatasyncs take SATURATED_BUSY_PPM of the time or more.
+    pub fn disk_saturated(&self) -> bool {
+        self.busy_ppm.load(Ordering::Relaxed) >= SATURATED_BUSY_PPM
+    }
+
     /// Zeros to write in this window: a quarter more than the last round made durable (the
     /// next segment's warming starts when this one is taken, so it stays ahead of the appends
     /// filling this one), at least WINDOW_CHUNK_MIN, at most `max`, in whole `align`s.
@@ -126,7 +169,7 @@ mod tests {
         let g = WarmGate::default();
         assert!(!g.rounds_running(), "no round yet");
         assert_eq!(g.rounds(), 0);
-        g.round_done(16 << 10);
+        g.round_done(16 << 10, Duration::ZERO);
         assert_eq!(g.rounds(), 1);
         assert!(g.rounds_running());
         assert_eq!(
@@ -134,20 +177,46 @@ mod tests {
             64 << 10,
             "at least the minimum"
         );
-        g.round_done(400 << 10);
+        g.round_done(400 << 10, Duration::ZERO);
         assert_eq!(
             g.window_chunk(1 << 20, 4096),
             500 << 10,
             "the last round and a quarter"
         );
-        g.round_done(10 << 20);
+        g.round_done(10 << 20, Duration::ZERO);
         assert_eq!(g.window_chunk(1 << 20, 4096), 1 << 20, "at most max");
-        g.round_done(100_001);
+        g.round_done(100_001, Duration::ZERO);
         assert_eq!(
             g.window_chunk(1 << 20, 4096) % 4096,
             0,
             "whole aligned blocks"
         );
+    }
+
+    /// The busy share follows the rounds' fdatasync time over their spacing: rounds that sync
+    /// all the time saturate the disk, rounds that sync a tenth of it or nothing do not.
+    #[test]
+    fn busy_share_marks_saturation() {
+        let g = WarmGate::default();
+        assert!(!g.disk_saturated(), "no round yet");
+        for _ in 0..30 {
+            // A sync longer than the time since the last round: a share of 1 (clamped).
+            g.round_done(64 << 10, Duration::from_secs(1));
+        }
+        assert!(g.disk_saturated(), "back-to-back syncs");
+        for _ in 0..30 {
+            std::thread::sleep(Duration::from_millis(10));
+            g.round_done(64 << 10, Duration::from_millis(1));
+        }
+        assert!(!g.disk_saturated(), "syncs a tenth of the time at most");
+        for _ in 0..30 {
+            g.round_done(64 << 10, Duration::from_secs(1));
+        }
+        assert!(g.disk_saturated(), "saturated again");
+        for _ in 0..30 {
+            g.round_done(64 << 10, Duration::ZERO);
+        }
+        assert!(!g.disk_saturated(), "rounds without sync time");
     }
 
     /// A round wakes the warmer waiting for one: a wait with a long timeout returns at once.
@@ -168,7 +237,7 @@ mod tests {
         g.set_warmer(h.thread().clone());
         rx.recv().unwrap();
         std::thread::sleep(Duration::from_millis(20)); // most likely waiting by now
-        g.round_done(1);
+        g.round_done(1, Duration::ZERO);
         let waited = h.join().unwrap();
         assert!(
             waited < Duration::from_secs(5),
@@ -191,7 +260,7 @@ mod tests {
         rx.recv().unwrap();
         std::thread::sleep(Duration::from_millis(20));
         for _ in 0..10 {
-            g.round_done(1);
+            g.round_done(1, Duration::ZERO);
         }
         let slept = h.join().unwrap();
         assert!(slept >= Duration::from_millis(250), "woken after {slept:?}");

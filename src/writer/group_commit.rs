@@ -260,8 +260,9 @@ impl Committer {
         }
         let last = group.last().expect("a group has at least one request");
         let (upto, ts) = (last.upto_phy, last.store_timestamp);
+        let synced = t0.elapsed();
         let bytes = upto.saturating_sub(self.state.flushed_phy.load(Ordering::Acquire));
-        self.record_stats(&group, bytes, t0);
+        self.record_stats(&group, bytes, synced);
         self.state.flushed_phy.store(upto, Ordering::Release);
         self.state.flushed_timestamp.store(ts, Ordering::Release);
         self.published.max_phy.store(upto, Ordering::Release);
@@ -288,7 +289,7 @@ impl Committer {
         }
         // After the replies: they are the round's latency, the wake-up is not.
         if let Some(g) = &self.warm_gate {
-            g.round_done(bytes);
+            g.round_done(bytes, synced);
         }
     }
 
@@ -311,7 +312,7 @@ impl Committer {
     }
 
     /// `bytes`: how far the group moved the durable end of the commit log.
-    fn record_stats(&self, group: &[GroupCommitRequest], bytes: u64, t0: Instant) {
+    fn record_stats(&self, group: &[GroupCommitRequest], bytes: u64, synced: Duration) {
         let s = &self.stats;
         let records: usize = group
             .iter()
@@ -322,7 +323,7 @@ impl Committer {
         s.records.fetch_add(records as u64, Ordering::Relaxed);
         s.bytes.fetch_add(bytes, Ordering::Relaxed);
         s.sync_us_total
-            .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+            .fetch_add(synced.as_micros() as u64, Ordering::Relaxed);
     }
 }
 
