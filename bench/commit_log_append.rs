@@ -357,6 +357,12 @@ fn sync_rate_shards(
     finish_sync_run(w, handles, &stop, &count, t, secs)
 }
 
+/// The shard-shaped SYNC run into new space: a fresh store of NEW_SPACE_SEGMENT segments.
+fn sync_rate_new_space(dir: &Path, shards: u64, inflight: u64, secs: u64) -> (f64, f64, u64) {
+    let root = dir.join("sync-new");
+    sync_rate_shards(root, NEW_SPACE_SEGMENT, shards, inflight, secs)
+}
+
 /// Puts `n` retired segments, written and synced, into the reuse pool of the store at `root`
 /// (as an earlier run's retention would have left them: `store::recycle`), so its first
 /// segment and the next are reused ones.
@@ -459,13 +465,7 @@ fn main() {
                 );
             }
             "sync-new" => {
-                let (mbs, msgs, n) = sync_rate_shards(
-                    dir.join("sync-new"),
-                    NEW_SPACE_SEGMENT,
-                    shards,
-                    threads,
-                    sync_secs,
-                );
+                let (mbs, msgs, n) = sync_rate_new_space(&dir, shards, threads, sync_secs);
                 println!(
                     "SYNC_FLUSH append into new space, {threads} in flight from {shards} shard \
                      thread(s): {mbs:.1} MB/s, {msgs:.0} msg/s ({n} msgs)"
@@ -555,13 +555,7 @@ fn main() {
     );
     // Bounded by the line above: every new byte is paid for once at that price, warmed ahead
     // or not (`store::warm_gate`).
-    let (w_mbs, w_msgs, n) = sync_rate_shards(
-        dir.join("sync-new"),
-        NEW_SPACE_SEGMENT,
-        shards,
-        threads,
-        sync_secs,
-    );
+    let (w_mbs, w_msgs, n) = sync_rate_new_space(&dir, shards, threads, sync_secs);
     println!(
         "SYNC_FLUSH append into new space (a fresh store's sustained load past its first \
          segment; {} MiB segments), {threads} in flight from {shards} shard thread(s): \

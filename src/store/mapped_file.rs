@@ -479,6 +479,16 @@ mod tests {
         }
     }
 
+    /// A segment at 0 created as the allocator thread creates one: warmed until `wanted`, in
+    /// the windows `gate` gives.
+    fn warmed_in_background(
+        dir: &Path,
+        wanted: &AtomicBool,
+        gate: &WarmGate,
+    ) -> Result<MappedFile, StoreError> {
+        MappedFile::create(dir, 0, SEG, None, Warm::UntilWanted(wanted, Some(gate)))
+    }
+
     /// While group commits run, the background warming writes only right after a round, about
     /// a round's bytes each time: a segment takes many rounds (time-paced alone it would be done
     /// in a fraction of them), and ends fully warmed.
@@ -490,15 +500,7 @@ mod tests {
         gate.round_done(round, Duration::ZERO);
         let mut rounds = 0u32;
         let seg = std::thread::scope(|s| {
-            let h = s.spawn(|| {
-                MappedFile::create(
-                    dir.path(),
-                    0,
-                    SEG,
-                    None,
-                    Warm::UntilWanted(&wanted, Some(&gate)),
-                )
-            });
+            let h = s.spawn(|| warmed_in_background(dir.path(), &wanted, &gate));
             while !h.is_finished() {
                 std::thread::sleep(Duration::from_millis(1));
                 gate.round_done(round, Duration::ZERO);
@@ -532,15 +534,7 @@ mod tests {
         }
         assert!(gate.disk_saturated());
         let seg = std::thread::scope(|s| {
-            let h = s.spawn(|| {
-                MappedFile::create(
-                    dir.path(),
-                    0,
-                    SEG,
-                    None,
-                    Warm::UntilWanted(&wanted, Some(&gate)),
-                )
-            });
+            let h = s.spawn(|| warmed_in_background(dir.path(), &wanted, &gate));
             let t = Instant::now();
             while t.elapsed() < Duration::from_millis(300) {
                 std::thread::sleep(Duration::from_millis(1));
@@ -568,14 +562,7 @@ mod tests {
         let (wanted, gate) = (AtomicBool::new(false), WarmGate::default());
         gate.round_done(64 << 10, Duration::ZERO);
         let t = Instant::now();
-        let seg = MappedFile::create(
-            dir.path(),
-            0,
-            SEG,
-            None,
-            Warm::UntilWanted(&wanted, Some(&gate)),
-        )
-        .unwrap();
+        let seg = warmed_in_background(dir.path(), &wanted, &gate).unwrap();
         assert!(t.elapsed() < Duration::from_secs(5), "finished by time");
         if let Some((_, unwritten)) = unwritten_extents(seg.file()) {
             assert_eq!(unwritten, 0, "warming left unwritten extents");
