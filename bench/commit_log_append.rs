@@ -10,7 +10,8 @@
 //! 64 / (sync + the reply/resubmit turnaround). Two appender shapes are measured: the broker's
 //! ("shard" threads keeping 64 appends in flight, replies over a channel, as shard cores do, as
 //! many and on the same cores as the broker's shards) is the headline; 64 OS threads each
-//! blocking on one append adds a thread wake-up per message and shows what that costs. The `sync:` lines give records, bytes and milliseconds per fdatasync.
+//! blocking on one append adds a thread wake-up per message and shows what that costs. The
+//! `sync:` lines give records, bytes and milliseconds per fdatasync.
 //!
 //! Env: RINGMQ_BENCH_DIR (default /tmp), RINGMQ_BENCH_MB (raw and async volume, default 1024),
 //! RINGMQ_BENCH_SYNC_SECS (default 5), RINGMQ_BENCH_SYNC_THREADS (default 64),
@@ -69,7 +70,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const RECORD_BODY: usize = 1024 - 91 - 5; // 1 KiB stored records with topic "BENCH"
 /// The store's default segment size (`mappedFileSizeCommitLog`, 1 GiB): a 5 s SYNC run on a
 /// fresh store stays inside its first segment, which the store warms at open.
-const SEGMENT: u64 = 1 << 30;
+const SEGMENT: u64 = ringmq::constants::COMMIT_LOG_FILE_SIZE_DEFAULT;
 /// Segments of the SYNC run into new space: after the first 64 MiB (warmed at open) every
 /// segment is a new one, which the background warming leaves alone while group commits
 /// saturate the disk, so nearly every append goes into never-written blocks, as a fresh
