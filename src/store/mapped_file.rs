@@ -555,6 +555,37 @@ mod tests {
         }
     }
 
+    /// Rounds spaced further apart than ROUNDS_RUNNING_WITHIN because each sync takes that long
+    /// (a slow disk) still hold the warming back: it must not take the gaps for idle time and
+    /// write at its time pace (which would finish this segment in ~16 ms).
+    #[test]
+    fn warming_holds_back_while_slow_syncs_saturate_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wanted, gate) = (AtomicBool::new(false), WarmGate::default());
+        let slow = ROUNDS_RUNNING_WITHIN * 2;
+        for _ in 0..30 {
+            gate.round_done(64 << 10, Duration::from_secs(1));
+        }
+        assert!(gate.disk_saturated());
+        gate.sync_started();
+        let seg = std::thread::scope(|s| {
+            let h = s.spawn(|| warmed_in_background(dir.path(), &wanted, &gate));
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(300) {
+                std::thread::sleep(slow);
+                gate.round_done(64 << 10, slow);
+                gate.sync_started();
+            }
+            assert!(!h.is_finished(), "warmed while slow syncs held the disk");
+            gate.round_done(64 << 10, slow);
+            let t = Instant::now();
+            let seg = h.join().unwrap().unwrap();
+            assert!(t.elapsed() < Duration::from_secs(5), "finished by time");
+            seg
+        });
+        assert!(seg.bytes().iter().all(|&b| b == 0));
+    }
+
     /// Once rounds stop, the warming goes on at its time pace and finishes the segment.
     #[test]
     fn warming_goes_on_when_rounds_stop() {

@@ -30,9 +30,12 @@ use std::sync::OnceLock;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-/// Group commits count as running while the last one completed this recently; after that the
-/// warming paces itself by time again (nothing to stay out of the way of).
-pub const ROUNDS_RUNNING_WITHIN: Duration = Duration::from_millis(2);
+/// Group commits count as running while one is syncing or the last one completed this
+/// recently; after that the warming paces itself by time again (nothing to stay out of the way
+/// of). Well above a round: on a slow disk the time from one round's completion to the next
+/// one's sync was 4-10 ms at times, and with 2 ms here the warming took those gaps for the end
+/// of the load and sent 1 MiB writes in front of the next flushes.
+pub const ROUNDS_RUNNING_WITHIN: Duration = Duration::from_millis(20);
 /// Zeros written in one idle window at least. Small windows keep the next round's writes from
 /// queueing behind the zeros: in the SYNC bench (64 KiB rounds) a 64 KiB chunk per round did
 /// 1.14-1.22x the appends of the time-paced 1 MiB writes, 128 KiB chunks only 1.03-1.13x, and
@@ -60,6 +63,13 @@ pub struct WarmGate {
     /// Moving average of each round's fdatasync time over the time since the round before
     /// (millionths): the disk's busy share under group commit.
     busy_ppm: AtomicU64,
+    /// When the fdatasync in flight started (us since `epoch`; 0: none). A slow disk spaces
+    /// rounds further apart than ROUNDS_RUNNING_WITHIN: judged by completions alone, the
+    /// rounds then looked stopped while their syncs were still waiting, and the warming went
+    /// back to its time pace, 1 MiB writes queued in front of the flushes (a block trace of a
+    /// fresh store's SYNC bench at ~1 ms per fdatasync: the next segment warmed at ~116 MiB/s
+    /// while the rounds' syncs held 77 % of the time).
+    sync_since_us: AtomicU64,
     epoch: Instant,
     /// The warming thread, woken after a round while it waits for one (`wait_round`). Not
     /// otherwise: between segments it sleeps in the allocator's channel, and a wake per round
@@ -75,6 +85,7 @@ impl Default for WarmGate {
             last_round_us: AtomicU64::new(0),
             last_round_bytes: AtomicU64::new(0),
             busy_ppm: AtomicU64::new(0),
+            sync_since_us: AtomicU64::new(0),
             epoch: Instant::now(),
             warmer: OnceLock::new(),
             waiting: AtomicBool::new(false),
@@ -88,6 +99,19 @@ impl WarmGate {
         let _already = self.warmer.set(t);
     }
 
+    /// A group commit starts its fdatasync: rounds are running until `round_done` (or
+    /// `sync_abandoned`) however long it takes.
+    pub fn sync_started(&self) {
+        self.sync_since_us
+            .store(self.now_us().max(1), Ordering::Relaxed);
+    }
+
+    /// The fdatasync `sync_started` announced failed: no round completes (the store refuses
+    /// appends from now on), so nothing is in flight any more.
+    pub fn sync_abandoned(&self) {
+        self.sync_since_us.store(0, Ordering::Relaxed);
+    }
+
     /// A group commit covering `bytes` completed, its fdatasync having taken `synced`: the disk
     /// is idle until the next batch. Called by one thread only (the group commit's), so the
     /// read-modify-writes below need no atomic update.
@@ -95,6 +119,8 @@ impl WarmGate {
         self.last_round_bytes.store(bytes, Ordering::Relaxed);
         let now = self.now_us().max(1);
         let prev = self.last_round_us.swap(now, Ordering::Relaxed);
+        // After `last_round_us`: a reader between the two still sees the rounds running.
+        self.sync_since_us.store(0, Ordering::Relaxed);
         if prev != 0 {
             let cycle = now.saturating_sub(prev).max(1);
             let sample =
@@ -127,8 +153,12 @@ impl WarmGate {
         self.rounds.load(Ordering::Acquire)
     }
 
-    /// Whether group commits are running (one completed within ROUNDS_RUNNING_WITHIN).
+    /// Whether group commits are running: one is syncing, or one completed within
+    /// ROUNDS_RUNNING_WITHIN.
     pub fn rounds_running(&self) -> bool {
+        if self.sync_since_us.load(Ordering::Relaxed) != 0 {
+            return true;
+        }
         let last = self.last_round_us.load(Ordering::Relaxed);
         last != 0 && self.now_us().saturating_sub(last) < ROUNDS_RUNNING_WITHIN.as_micros() as u64
     }
@@ -214,6 +244,28 @@ mod tests {
             g.round_done(64 << 10, Duration::ZERO);
         }
         assert!(!g.disk_saturated(), "rounds without sync time");
+    }
+
+    /// A round whose sync takes longer than ROUNDS_RUNNING_WITHIN still counts as running until
+    /// it completes; an abandoned one stops counting.
+    #[test]
+    fn a_sync_in_flight_keeps_rounds_running() {
+        let g = WarmGate::default();
+        let past = ROUNDS_RUNNING_WITHIN + Duration::from_millis(1);
+        g.round_done(64 << 10, Duration::ZERO);
+        std::thread::sleep(past);
+        assert!(!g.rounds_running(), "the last round is too long ago");
+        g.sync_started();
+        std::thread::sleep(past);
+        assert!(g.rounds_running(), "a sync in flight");
+        g.round_done(64 << 10, past);
+        assert!(g.rounds_running(), "a round just completed");
+        std::thread::sleep(past);
+        assert!(!g.rounds_running(), "stopped after the round");
+        g.sync_started();
+        assert!(g.rounds_running());
+        g.sync_abandoned();
+        assert!(!g.rounds_running(), "the failed sync is not in flight");
     }
 
     /// A round wakes the warmer waiting for one: a wait with a long timeout returns at once.

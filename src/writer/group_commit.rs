@@ -253,9 +253,15 @@ impl Committer {
             return fail_all(group, e);
         }
         let t0 = Instant::now();
+        if let Some(g) = &self.warm_gate {
+            g.sync_started();
+        }
         if let Err(e) = self.sync(&group) {
             tracing::error!(error = %e, "group commit failed; refusing further appends");
             self.state.failed.store(true, Ordering::Release);
+            if let Some(g) = &self.warm_gate {
+                g.sync_abandoned();
+            }
             return fail_all(group, e);
         }
         let last = group.last().expect("a group has at least one request");
