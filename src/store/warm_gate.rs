@@ -63,13 +63,13 @@ pub struct WarmGate {
     /// Moving average of each round's fdatasync time over the time since the round before
     /// (millionths): the disk's busy share under group commit.
     busy_ppm: AtomicU64,
-    /// When the fdatasync in flight started (us since `epoch`; 0: none). A slow disk spaces
-    /// rounds further apart than ROUNDS_RUNNING_WITHIN: judged by completions alone, the
-    /// rounds then looked stopped while their syncs were still waiting, and the warming went
-    /// back to its time pace, 1 MiB writes queued in front of the flushes (a block trace of a
-    /// fresh store's SYNC bench at ~1 ms per fdatasync: the next segment warmed at ~116 MiB/s
-    /// while the rounds' syncs held 77 % of the time).
-    sync_since_us: AtomicU64,
+    /// Whether a round's fdatasync is in flight: the rounds are running however long it takes.
+    /// Judged by completions alone, rounds on a slow disk looked stopped while their syncs were
+    /// still waiting, and the warming went back to its time pace, 1 MiB writes queued in front
+    /// of the flushes (a block trace of a fresh store's SYNC bench at ~1 ms per fdatasync, with
+    /// the 2 ms window of then: the next segment warmed at ~116 MiB/s while the rounds' syncs
+    /// held 77 % of the time).
+    syncing: AtomicBool,
     epoch: Instant,
     /// The warming thread, woken after a round while it waits for one (`wait_round`). Not
     /// otherwise: between segments it sleeps in the allocator's channel, and a wake per round
@@ -85,7 +85,7 @@ impl Default for WarmGate {
             last_round_us: AtomicU64::new(0),
             last_round_bytes: AtomicU64::new(0),
             busy_ppm: AtomicU64::new(0),
-            sync_since_us: AtomicU64::new(0),
+            syncing: AtomicBool::new(false),
             epoch: Instant::now(),
             warmer: OnceLock::new(),
             waiting: AtomicBool::new(false),
@@ -102,14 +102,13 @@ impl WarmGate {
     /// A group commit starts its fdatasync: rounds are running until `round_done` (or
     /// `sync_abandoned`) however long it takes.
     pub fn sync_started(&self) {
-        self.sync_since_us
-            .store(self.now_us().max(1), Ordering::Relaxed);
+        self.syncing.store(true, Ordering::Relaxed);
     }
 
     /// The fdatasync `sync_started` announced failed: no round completes (the store refuses
     /// appends from now on), so nothing is in flight any more.
     pub fn sync_abandoned(&self) {
-        self.sync_since_us.store(0, Ordering::Relaxed);
+        self.syncing.store(false, Ordering::Relaxed);
     }
 
     /// A group commit covering `bytes` completed, its fdatasync having taken `synced`: the disk
@@ -120,7 +119,7 @@ impl WarmGate {
         let now = self.now_us().max(1);
         let prev = self.last_round_us.swap(now, Ordering::Relaxed);
         // After `last_round_us`: a reader between the two still sees the rounds running.
-        self.sync_since_us.store(0, Ordering::Relaxed);
+        self.syncing.store(false, Ordering::Relaxed);
         if prev != 0 {
             let cycle = now.saturating_sub(prev).max(1);
             let sample =
@@ -156,7 +155,7 @@ impl WarmGate {
     /// Whether group commits are running: one is syncing, or one completed within
     /// ROUNDS_RUNNING_WITHIN.
     pub fn rounds_running(&self) -> bool {
-        if self.sync_since_us.load(Ordering::Relaxed) != 0 {
+        if self.syncing.load(Ordering::Relaxed) {
             return true;
         }
         let last = self.last_round_us.load(Ordering::Relaxed);
