@@ -4,7 +4,8 @@
 //! The same again with segments retired and reused all the time (STORE_TORTURE_RECYCLE): the
 //! records retention removed are gone, every other acknowledged one is there, and no older
 //! record a reused segment still holds is ever recovered.
-//! Iterations: STORE_CRASH_ITERS (default 20; 10 with reuse).
+//! Iterations: STORE_CRASH_ITERS (default 20; 10 with reuse, up to twice that until a reuse is
+//! seen).
 
 use std::io::Read;
 use std::path::Path;
@@ -15,6 +16,12 @@ use ringmq::protocol::message::{decode, stored_len};
 use ringmq::store::{open, FlushDiskType, StoreConfig};
 use ringmq::writer::testkit::{append_wait, record, NullDispatcher};
 use ringmq::writer::{spawn_writer, WriterParts};
+
+/// Commit-log segment size of the stores here.
+const SEGMENT: u64 = 1 << 20;
+/// With reuse: four times the rolls per byte, so that iterations slowed down by a loaded machine
+/// (the suite runs tests in parallel on two cores) still fill and retire segments.
+const RECYCLE_SEGMENT: u64 = 256 << 10;
 
 /// Same function as in src/bin/store_torture.rs.
 fn expected_body(seed: u64) -> Vec<u8> {
@@ -29,9 +36,9 @@ fn expected_body(seed: u64) -> Vec<u8> {
     (0..len).map(|_| next() as u8).collect()
 }
 
-fn cfg(root: &Path) -> StoreConfig {
+fn cfg(root: &Path, segment: u64) -> StoreConfig {
     StoreConfig {
-        mapped_file_size_commit_log: 1 << 20,
+        mapped_file_size_commit_log: segment,
         max_message_size: 64 << 10,
         flush_disk_type: FlushDiskType::SyncFlush,
         ..StoreConfig::with_root(root)
@@ -62,8 +69,8 @@ fn parse_acks(out: &str, acks: &mut Vec<Ack>) {
 
 /// Reopens the store and checks every ack so far (from the oldest segment retention left) plus
 /// the end of the log.
-fn verify(root: &Path, acks: &[Ack]) {
-    let c = cfg(root);
+fn verify(root: &Path, acks: &[Ack], segment: u64) {
+    let c = cfg(root, segment);
     let o = open(&c).expect("reopen after crash");
     // A child killed before it opened the store (slow start on a loaded machine) left no abort
     // file; once anything was acknowledged, a store was opened and never shut down cleanly.
@@ -107,8 +114,9 @@ fn verify(root: &Path, acks: &[Ack]) {
     }
 }
 
-/// (segment start, inode) of every commit-log segment file.
-fn segment_inodes(root: &Path) -> Vec<(u64, u64)> {
+/// (inode, whether it is a segment) of every commit-log segment file and reuse-pool file
+/// (`recycle-*`, `store::recycle`).
+fn commit_log_inodes(root: &Path) -> Vec<(u64, bool)> {
     use std::os::unix::fs::MetadataExt;
     // Not there yet while the driver starts.
     let Ok(dir) = std::fs::read_dir(root.join("commitlog")) else {
@@ -116,8 +124,13 @@ fn segment_inodes(root: &Path) -> Vec<(u64, u64)> {
     };
     dir.filter_map(|e| {
         let e = e.ok()?;
-        let start = ringmq::store::mapped_file::parse_segment_name(e.file_name().to_str()?)?;
-        Some((start, e.metadata().ok()?.ino()))
+        let name = e.file_name();
+        let name = name.to_str()?;
+        let segment = ringmq::store::mapped_file::parse_segment_name(name).is_some();
+        if !segment && !name.starts_with("recycle-") {
+            return None;
+        }
+        Some((e.metadata().ok()?.ino(), segment))
     })
     .collect()
 }
@@ -141,14 +154,21 @@ fn sigkill_with_reused_segments_loses_no_acknowledged_record() {
 }
 
 /// `iters` times: run the driver for a random moment, SIGKILL it, verify. With `recycle`, also
-/// proves segments were reused (one inode under two segment names).
+/// proves segments were reused, running up to `iters` more iterations until one was: on a
+/// loaded machine the first ones may write too little to retire a segment. The proof is a
+/// segment file with an inode seen before under a pool name. One inode under two segment
+/// names proves nothing: a new file may get the number of a deleted one.
 fn crash_iterations(iters: u32, recycle: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let mut seen: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let mut pooled = std::collections::HashSet::new();
     let mut reused = false;
     let mut acks = Vec::new();
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    for i in 0..iters {
+    let segment = if recycle { RECYCLE_SEGMENT } else { SEGMENT };
+    for i in 0..2 * iters {
+        if i >= iters && (!recycle || reused) {
+            break;
+        }
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
@@ -160,6 +180,7 @@ fn crash_iterations(iters: u32, recycle: bool) {
         let mut child = cmd
             .arg(dir.path())
             .arg("6")
+            .arg(segment.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -171,12 +192,16 @@ fn crash_iterations(iters: u32, recycle: bool) {
             let _ = stdout.read_to_string(&mut s);
             s
         });
-        // Sample the segment files while the driver runs: a reused file shows up under a new
-        // name with an inode an older segment had.
+        // Sample the files while the driver runs: a reused file shows up as a segment with the
+        // inode of a pool file (a rename keeps it; nothing here purges the pool).
         let until = std::time::Instant::now() + delay;
         while std::time::Instant::now() < until {
-            for (start, ino) in segment_inodes(dir.path()) {
-                reused |= seen.insert(ino, start).is_some_and(|s| s != start);
+            for (ino, segment) in commit_log_inodes(dir.path()) {
+                if segment {
+                    reused |= pooled.contains(&ino);
+                } else {
+                    pooled.insert(ino);
+                }
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -188,7 +213,7 @@ fn crash_iterations(iters: u32, recycle: bool) {
             "iteration {i}: {} acks after {delay:?}",
             acks.len() - before
         );
-        verify(dir.path(), &acks);
+        verify(dir.path(), &acks, segment);
     }
     assert!(!acks.is_empty(), "the driver acknowledged nothing");
     if recycle {
@@ -200,7 +225,7 @@ fn crash_iterations(iters: u32, recycle: bool) {
 /// leaves an abort file, as a crash mid-write would.
 fn torn_tail_case(tail: impl Fn(&[u8], u64) -> Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
-    let c = cfg(dir.path());
+    let c = cfg(dir.path(), SEGMENT);
     let (parts, _) = WriterParts::from_opened(open(&c).unwrap());
     let w = spawn_writer(parts, &c, Box::new(NullDispatcher)).unwrap();
     let s = w.clone_sender();

@@ -5,6 +5,8 @@
 //!
 //! Record content is a pure function of the seed (`expected_body`), duplicated in the test.
 //!
+//! Usage: `store_torture <dir> [threads (4)] [segment bytes (1 MiB)]`.
+//!
 //! With STORE_TORTURE_RECYCLE=1, retention runs every 20 ms and takes every segment but the
 //! active one out of the log at once, keeping two for reuse with no quarantine, so the log is
 //! mostly written into reused segments full of older records.
@@ -32,10 +34,16 @@ fn expected_body(seed: u64) -> Vec<u8> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let root = PathBuf::from(args.next().expect("usage: store_torture <dir> [threads]"));
+    let root = PathBuf::from(
+        args.next()
+            .expect("usage: store_torture <dir> [threads] [segment bytes]"),
+    );
     let threads: u64 = args.next().map_or(4, |s| s.parse().expect("threads"));
+    let segment: u64 = args
+        .next()
+        .map_or(1 << 20, |s| s.parse().expect("segment bytes"));
     let mut cfg = StoreConfig {
-        mapped_file_size_commit_log: 1 << 20,
+        mapped_file_size_commit_log: segment,
         max_message_size: 64 << 10,
         flush_disk_type: FlushDiskType::SyncFlush,
         ..StoreConfig::with_root(&root)
