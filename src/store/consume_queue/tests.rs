@@ -442,3 +442,30 @@ fn sync_job_covers_dirty_files_and_can_be_restored() {
     cq.restore_dirty(&second);
     assert_eq!(cq.take_sync_job().unwrap().paths, second.paths);
 }
+
+#[test]
+fn junk_far_past_the_write_position_is_cleared() {
+    // The tail check goes a page at a time: a stray byte in a later page, or in the file's last
+    // partial page, is found and zeroed too.
+    let fs_ = 20 * 1000; // 20,000 bytes: four whole pages and a partial one
+    for at in [4096 * 3 + 7, fs_ as usize - 1] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cq = ConsumeQueue::open(dir.path(), "T", 3, fs_).unwrap();
+        for i in 0..5 {
+            cq.put(i, nth(i)).unwrap();
+        }
+        cq.flush().unwrap();
+        drop(cq);
+        let path = qdir(dir.path()).join("00000000000000000000");
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[at] = 0x5A;
+        fs::write(&path, &bytes).unwrap();
+        let mut cq = ConsumeQueue::open(dir.path(), "T", 3, fs_).unwrap();
+        assert_eq!(cq.max_offset(), 5);
+        cq.flush().unwrap();
+        assert!(
+            fs::read(&path).unwrap()[100..].iter().all(|&b| b == 0),
+            "junk at {at} left"
+        );
+    }
+}
