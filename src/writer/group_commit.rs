@@ -85,7 +85,8 @@ struct Committer {
     stats: Arc<GroupCommitStats>,
     fault: Option<FaultHook>,
     path: std::path::PathBuf,
-    /// Told after each round, so the next segment's warming writes while the disk is idle.
+    /// Told when each round's fdatasync starts and after the round, so the next segment's
+    /// warming writes only while the disk is idle.
     warm_gate: Option<Arc<WarmGate>>,
 }
 
