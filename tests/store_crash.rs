@@ -127,7 +127,7 @@ fn commit_log_inodes(root: &Path) -> Vec<(u64, bool)> {
         let name = e.file_name();
         let name = name.to_str()?;
         let segment = ringmq::store::mapped_file::parse_segment_name(name).is_some();
-        if !segment && !name.starts_with("recycle-") {
+        if !segment && !ringmq::store::recycle::is_pool_file_name(name) {
             return None;
         }
         Some((e.metadata().ok()?.ino(), segment))

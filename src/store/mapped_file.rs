@@ -521,18 +521,34 @@ mod tests {
         }
     }
 
+    /// A gate whose last rounds synced all the time: the disk counts as saturated.
+    fn saturated_gate() -> WarmGate {
+        let gate = WarmGate::default();
+        for _ in 0..30 {
+            gate.round_done(64 << 10, Duration::from_secs(1));
+        }
+        assert!(gate.disk_saturated());
+        gate
+    }
+
+    /// Joins a warming that must now finish by time, within 5 s.
+    fn finished_by_time(
+        h: std::thread::ScopedJoinHandle<'_, Result<MappedFile, StoreError>>,
+    ) -> MappedFile {
+        let t = Instant::now();
+        let seg = h.join().unwrap().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(5), "finished by time");
+        seg
+    }
+
     /// While the rounds saturate the disk the warming writes nothing (in the windows after
     /// them it would finish this segment in ~51 rounds, by time in ~16 ms), and it finishes
     /// the segment once they stop.
     #[test]
     fn warming_holds_back_while_rounds_saturate_the_disk() {
         let dir = tempfile::tempdir().unwrap();
-        let (wanted, gate) = (AtomicBool::new(false), WarmGate::default());
+        let (wanted, gate) = (AtomicBool::new(false), saturated_gate());
         let busy = Duration::from_secs(1);
-        for _ in 0..30 {
-            gate.round_done(64 << 10, busy);
-        }
-        assert!(gate.disk_saturated());
         let seg = std::thread::scope(|s| {
             let h = s.spawn(|| warmed_in_background(dir.path(), &wanted, &gate));
             let t = Instant::now();
@@ -544,10 +560,7 @@ mod tests {
                 !h.is_finished(),
                 "warmed while the rounds saturated the disk"
             );
-            let t = Instant::now();
-            let seg = h.join().unwrap().unwrap();
-            assert!(t.elapsed() < Duration::from_secs(5), "finished by time");
-            seg
+            finished_by_time(h)
         });
         assert!(seg.bytes().iter().all(|&b| b == 0));
         if let Some((_, unwritten)) = unwritten_extents(seg.file()) {
@@ -561,12 +574,8 @@ mod tests {
     #[test]
     fn warming_holds_back_while_slow_syncs_saturate_the_disk() {
         let dir = tempfile::tempdir().unwrap();
-        let (wanted, gate) = (AtomicBool::new(false), WarmGate::default());
+        let (wanted, gate) = (AtomicBool::new(false), saturated_gate());
         let slow = ROUNDS_RUNNING_WITHIN * 2;
-        for _ in 0..30 {
-            gate.round_done(64 << 10, Duration::from_secs(1));
-        }
-        assert!(gate.disk_saturated());
         gate.sync_started();
         let seg = std::thread::scope(|s| {
             let h = s.spawn(|| warmed_in_background(dir.path(), &wanted, &gate));
@@ -578,10 +587,7 @@ mod tests {
             }
             assert!(!h.is_finished(), "warmed while slow syncs held the disk");
             gate.round_done(64 << 10, slow);
-            let t = Instant::now();
-            let seg = h.join().unwrap().unwrap();
-            assert!(t.elapsed() < Duration::from_secs(5), "finished by time");
-            seg
+            finished_by_time(h)
         });
         assert!(seg.bytes().iter().all(|&b| b == 0));
     }

@@ -54,6 +54,11 @@ use crate::store::StoreError;
 
 const PREFIX: &str = "recycle-";
 
+/// Whether `name` is a reuse-pool file's name (`recycle-...`), as opposed to a segment's.
+pub fn is_pool_file_name(name: &str) -> bool {
+    name.starts_with(PREFIX)
+}
+
 #[derive(Debug)]
 pub struct RecyclePool {
     dir: PathBuf,

@@ -21,9 +21,9 @@
 //! where nearly every append goes into an unwarmed one; RESULTS, "Sixteenth session"). So it holds
 //! back while the disk is saturated and catches up in the windows and idle time that follow.
 //!
-//! Shared by the group-commit thread (`round_done`, the only writer of the round fields) and
-//! the "ringmq-prealloc" thread (the only reader that waits); plain atomics and an unpark, no
-//! lock, so the group commit never waits on the warming.
+//! Shared by the group-commit thread (`sync_started`, `round_done`: the only writer of the
+//! round fields) and the "ringmq-prealloc" thread (the only reader that waits); plain atomics
+//! and an unpark, no lock, so the group commit never waits on the warming.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
