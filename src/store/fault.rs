@@ -1,7 +1,7 @@
 //! Fault seam: lets tests (and the crash-test driver) make segment allocation or flushing fail
 //! with a chosen errno, or pretend the disk is fuller than it is. Production passes no injector.
 //!
-//! Called by `mapped_file` (allocation), `commit_log` (flush), `retention` (disk usage) and the
+//! Called by `mapped_file` (allocation, warming syncs), `commit_log` (flush), `retention` (disk usage) and the
 //! checkpoint thread (index sync).
 
 use std::fmt;
@@ -19,6 +19,8 @@ pub enum FaultPoint {
     Write,
     /// fdatasync of IndexFiles before their timestamp goes into the checkpoint.
     IndexSync,
+    /// fdatasync of a segment being zero-filled ahead of the writer (`mapped_file` warming).
+    WarmSync,
 }
 
 pub trait FaultInjector: Send + Sync {
