@@ -1,8 +1,8 @@
 //! Fault seam: lets tests (and the crash-test driver) make segment allocation or flushing fail
 //! with a chosen errno, or pretend the disk is fuller than it is. Production passes no injector.
 //!
-//! Called by `mapped_file` (allocation, warming syncs), `commit_log` (flush), `retention` (disk usage) and the
-//! checkpoint thread (index sync).
+//! Called by `mapped_file` (allocation, warming syncs), `commit_log` (flush), `retention` (disk
+//! usage) and the checkpoint thread (index sync).
 
 use std::fmt;
 use std::io;
