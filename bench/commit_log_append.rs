@@ -199,6 +199,8 @@ fn store_cfg(root: PathBuf, flush: FlushDiskType, segment: u64) -> StoreConfig {
         message_index_enable: false,
         warm_mapped_file: std::env::var("RINGMQ_BENCH_WARM").ok().map(|v| v == "1"),
         writer_core: writer_core(),
+        // As the broker: the ASYNC flusher on the (first) shard core.
+        flush_core: writer_core().map(|_| 0),
         mapped_file_size_commit_log: segment,
         ..StoreConfig::with_root(root)
     }

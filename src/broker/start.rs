@@ -142,6 +142,9 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         // The writer (with its helper threads, which the store starts at open) gets the last
         // core; shards take the others.
         store_cfg.writer_core = Some(runtime::available_cores() - 1);
+        // The ASYNC flusher's writeback goes to a shard core instead: there it is spread over
+        // the shards' spare time, on the writer's core it slows every append.
+        store_cfg.flush_core = Some(0);
     }
     let opened = crate::store::open(&store_cfg)?;
     if opened.recovered_from_crash {

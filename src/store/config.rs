@@ -61,9 +61,14 @@ pub struct StoreConfig {
     /// 1 GiB files does not hammer the disk (`deleteCommitLogFilesInterval`; the deleter
     /// thread sleeps, never the writer).
     pub delete_commit_log_files_interval_ms: u64,
-    /// Pin the writer thread to this CPU, with its helpers: the group commit (SYNC_FLUSH), the
-    /// flusher (ASYNC_FLUSH) and the segment allocator (the broker passes the last core).
+    /// Pin the writer thread to this CPU, with its helpers: the group commit (SYNC_FLUSH) and
+    /// the segment allocator (the broker passes the last core).
     pub writer_core: Option<usize>,
+    /// Pin the ASYNC_FLUSH flusher to this CPU (the broker passes its first shard's core). Its
+    /// fdatasyncs start the writeback of everything written, and on the writer's core that
+    /// work slowed the writer's own copy into the page cache, the one stage every append of
+    /// every shard goes through (RESULTS, nineteenth session). None: unpinned.
+    pub flush_core: Option<usize>,
     /// Write zeros over every new segment before it becomes active, and fdatasync them
     /// (`warmMapedFileEnable`; `None` = on under SYNC_FLUSH, off under ASYNC_FLUSH, see
     /// `warm_segments`). Group commit then overwrites blocks that are already written, and
@@ -115,6 +120,7 @@ impl Default for StoreConfig {
             delete_consume_queue_files_interval_ms: 100,
             delete_commit_log_files_interval_ms: 100,
             writer_core: None,
+            flush_core: None,
             warm_mapped_file: None,
             recycle_commit_log_segments: RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT,
             recycle_quarantine_ms: RECYCLE_QUARANTINE_MS,

@@ -142,7 +142,7 @@ impl WriterCore {
         let spawn_err = |e| StoreError::io(&cfg.store_path_root_dir, e);
         let (flusher, completion) = match cfg.flush_disk_type {
             FlushDiskType::AsyncFlush => (
-                Some(Flusher::spawn(log.flushed_phy_offset(), cfg.writer_core).map_err(spawn_err)?),
+                Some(Flusher::spawn(log.flushed_phy_offset(), cfg.flush_core).map_err(spawn_err)?),
                 Completion::Inline(dispatcher),
             ),
             FlushDiskType::SyncFlush => {

@@ -33,7 +33,7 @@ pub struct Flusher {
 }
 
 impl Flusher {
-    /// `core`: the writer core, where this thread runs too when the writer is pinned.
+    /// `core`: where this thread runs (`StoreConfig::flush_core`; None: unpinned).
     pub fn spawn(start_phy: u64, core: Option<usize>) -> std::io::Result<Self> {
         let (tx, rx) = bounded::<FlushJob>(1);
         let state = Arc::new(FlusherState::default());
