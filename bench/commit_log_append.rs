@@ -2,11 +2,12 @@
 //! run on the same filesystem.
 //!
 //! Expected limit: the raw rate is buffered 1 MiB writes into a fallocated file plus one
-//! fdatasync (0.4-0.8 GB/s on the first VM, 1.0-1.5 GB/s on the current one; it varies run
-//! to run). ASYNC_FLUSH append should reach >= 70 % of it: the writer pwritevs each batch into
-//! the preallocated segment, and the flusher keeps syncing in the background while it does.
-//! SYNC_FLUSH with 64 appends in flight is bound by fdatasync latency (0.14-0.15 ms per group
-//! commit over warmed segments on the current VM): at best 64 records per sync, so
+//! fdatasync (0.4-0.8 GB/s on the first VM, 0.5-1.5 GB/s on later ones, 2.1-2.9 GB/s on the
+//! VM of 2026-12-04 evening; it varies run to run). ASYNC_FLUSH append should reach >= 70 % of
+//! it: the writer pwritevs each batch into the preallocated segment, and the flusher keeps
+//! syncing in the background while it does. SYNC_FLUSH with 64 appends in flight is bound by
+//! fdatasync latency (0.10-0.20 ms per group commit over warmed segments on the VMs so far):
+//! at best 64 records per sync, so
 //! 64 / (sync + the reply/resubmit turnaround). Two appender shapes are measured: the broker's
 //! ("shard" threads keeping 64 appends in flight, replies over a channel, as shard cores do, as
 //! many and on the same cores as the broker's shards) is the headline; 64 OS threads each
@@ -519,9 +520,9 @@ fn main() {
         return;
     }
 
-    // The disk's rate swings run to run (0.4-0.8 GB/s on the first VM, 1.0-1.5 GB/s on this
-    // one); the best of three is the limit the
-    // ratios are taken against, which is the stricter choice.
+    // The disk's rate swings run to run, and the first of three is nearly always the slowest;
+    // the best of three is the limit the ratios are taken against, which is the stricter
+    // choice.
     let raws: Vec<f64> = (0..3).map(|_| raw_rate(&dir, mb << 20)).collect();
     let raw = raws.iter().copied().fold(0.0, f64::max);
     println!(
