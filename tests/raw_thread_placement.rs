@@ -1,0 +1,81 @@
+//! Where `ringmq serve` puts its threads with `pinCores` (the default): shards on the first
+//! cores, the writer with its group commit and segment allocator on the last one, and the
+//! ASYNC flusher on the first shard's core, off the writer's (RESULTS, fifteenth and nineteenth
+//! sessions). Read from the running broker's `/proc/<pid>/task/*/status`.
+
+mod raw_support;
+
+use std::time::{Duration, Instant};
+
+use raw_support::RawBroker;
+
+/// The CPUs each thread named `comm` of process `pid` may run on (`Cpus_allowed_list`).
+fn placements(pid: u32, comm: &str) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| {
+            let p = t.ok()?.path();
+            let name = std::fs::read_to_string(p.join("comm")).ok()?;
+            if name.trim() != comm {
+                return None;
+            }
+            let status = std::fs::read_to_string(p.join("status")).ok()?;
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string())
+        })
+        .collect()
+}
+
+/// Waits (the store starts some helpers lazily) until a thread named `comm` exists, and
+/// returns where each such thread may run.
+fn wait_for(pid: u32, comm: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = placements(pid, comm);
+        if !got.is_empty() {
+            return got;
+        }
+        assert!(Instant::now() < deadline, "no thread named {comm}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn pinned_threads_sit_where_the_broker_puts_them() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        // One core: the broker pins nothing, and every thread may run anywhere (on that core).
+        let b = RawBroker::start(&["flushDiskType=ASYNC_FLUSH"]);
+        assert!(wait_for(b.child.id(), "ringmq-flush")
+            .iter()
+            .all(|c| c == "0"));
+        return;
+    }
+    let last = (cores - 1).to_string();
+    for (flush, helper, helper_core) in [
+        ("ASYNC_FLUSH", "ringmq-flush", "0".to_string()),
+        ("SYNC_FLUSH", "ringmq-sync-flu", last.clone()),
+    ] {
+        let b = RawBroker::start(&[&format!("flushDiskType={flush}")]);
+        let pid = b.child.id();
+        for (comm, want) in [
+            ("ringmq-writer", &last),
+            ("ringmq-prealloc", &last),
+            (helper, &helper_core),
+            ("ringmq-shard-0", &"0".to_string()),
+        ] {
+            let got = wait_for(pid, comm);
+            // glommio gives a shard a second thread of the same name (its blocking pool),
+            // pinned like the shard: one of them is the executor.
+            assert!(
+                got.iter().any(|c| c == want),
+                "{flush}: {comm} runs on {got:?}, expected {want}"
+            );
+        }
+        drop(b);
+    }
+}
