@@ -6,7 +6,8 @@
 //! VM of 2026-12-04 evening; it varies run to run). ASYNC_FLUSH append should reach >= 70 % of
 //! it: the writer pwritevs each batch into the preallocated segment, and the flusher keeps
 //! syncing in the background while it does. SYNC_FLUSH with 64 appends in flight is bound by
-//! fdatasync latency (0.10-0.20 ms per group commit over warmed segments on the VMs so far):
+//! fdatasync latency (0.09-0.42 ms per group commit over warmed segments on the VMs so far,
+//! depending on the host's minute):
 //! at best 64 records per sync, so
 //! 64 / (sync + the reply/resubmit turnaround). Two appender shapes are measured: the broker's
 //! ("shard" threads keeping 64 appends in flight, replies over a channel, as shard cores do, as

@@ -48,25 +48,24 @@ fn wait_for(pid: u32, comm: &str) -> Vec<String> {
 fn pinned_threads_sit_where_the_broker_puts_them() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 2 {
-        // One core: the broker pins nothing, and every thread may run anywhere (on that core).
+        // One core: the broker pins nothing and there is no placement to check; only that the
+        // flusher runs.
         let b = RawBroker::start(&["flushDiskType=ASYNC_FLUSH"]);
-        assert!(wait_for(b.child.id(), "ringmq-flush")
-            .iter()
-            .all(|c| c == "0"));
+        wait_for(b.child.id(), "ringmq-flush");
         return;
     }
-    let last = (cores - 1).to_string();
+    let (first, last) = ("0".to_string(), (cores - 1).to_string());
     for (flush, helper, helper_core) in [
-        ("ASYNC_FLUSH", "ringmq-flush", "0".to_string()),
-        ("SYNC_FLUSH", "ringmq-sync-flu", last.clone()),
+        ("ASYNC_FLUSH", "ringmq-flush", &first),
+        ("SYNC_FLUSH", "ringmq-sync-flu", &last),
     ] {
         let b = RawBroker::start(&[&format!("flushDiskType={flush}")]);
         let pid = b.child.id();
         for (comm, want) in [
             ("ringmq-writer", &last),
             ("ringmq-prealloc", &last),
-            (helper, &helper_core),
-            ("ringmq-shard-0", &"0".to_string()),
+            (helper, helper_core),
+            ("ringmq-shard-0", &first),
         ] {
             let got = wait_for(pid, comm);
             // glommio gives a shard a second thread of the same name (its blocking pool),
@@ -76,6 +75,5 @@ fn pinned_threads_sit_where_the_broker_puts_them() {
                 "{flush}: {comm} runs on {got:?}, expected {want}"
             );
         }
-        drop(b);
     }
 }
