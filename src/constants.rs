@@ -178,6 +178,14 @@ pub const DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS: u64 = 60_000;
 /// Commit-log file names are 20-digit zero-padded start offsets.
 pub const SEGMENT_FILE_NAME_LEN: usize = 20;
 
+/// Transaction decisions held above the half queue's progress (decided out of order, or being
+/// written); past it END_TRANSACTION answers SYSTEM_BUSY until the check resolves older halves.
+pub const MAX_PENDING_TRANSACTION_DECISIONS: usize = 1 << 20;
+/// Half messages one transaction check walks before it yields to the shard's other tasks.
+pub const TRANSACTION_CHECK_BATCH: usize = 256;
+/// The longest one transaction check runs (RocketMQ's MAX_PROCESS_TIME_LIMIT).
+pub const TRANSACTION_CHECK_MAX_MS: u64 = 60_000;
+
 const _: () = assert!(CHECKPOINT_USED_LEN <= CHECKPOINT_FILE_SIZE);
 const _: () = assert!(
     (MAX_MESSAGE_SIZE_DEFAULT + MAX_RECORD_OVERHEAD) as u64 + 8 < COMMIT_LOG_FILE_SIZE_DEFAULT

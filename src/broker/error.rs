@@ -35,6 +35,8 @@ pub enum BrokerError {
     ServiceNotAvailable(String),
     #[error("{0}")]
     System(String),
+    #[error("{0}")]
+    IllegalOperation(String),
 }
 
 impl From<MeshBusy> for BrokerError {
@@ -69,6 +71,7 @@ impl BrokerError {
             BrokerError::QueryNotFound(_) => rc::QUERY_NOT_FOUND,
             BrokerError::ServiceNotAvailable(_) => rc::SERVICE_NOT_AVAILABLE,
             BrokerError::System(_) => rc::SYSTEM_ERROR,
+            BrokerError::IllegalOperation(_) => rc::ILLEGAL_OPERATION,
         }
     }
 }

@@ -3,7 +3,9 @@
 
 use std::rc::Rc;
 
-use crate::broker::{admin, clients, offsets, pull, query, retry, send, BrokerError, Shard};
+use crate::broker::{
+    admin, clients, offsets, pull, query, retry, send, transaction, BrokerError, Shard,
+};
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
 use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound};
@@ -36,6 +38,9 @@ impl Handler for BrokerHandler {
                 }
                 req::QUERY_MESSAGE => query::query_message(shard, &cmd).await.map(Some),
                 req::VIEW_MESSAGE_BY_ID => query::view_message_by_id(shard, &cmd).await.map(Some),
+                req::END_TRANSACTION => transaction::end::end_transaction(shard, &cmd)
+                    .await
+                    .map(|r| r.and_then(|c| encode_frame(&c))),
                 req::CONSUMER_SEND_MSG_BACK => frame(retry::send_msg_back(shard, &cmd).await),
                 req::HEART_BEAT => frame(clients::heart_beat(shard, &conn, &cmd).await),
                 req::UNREGISTER_CLIENT => frame(clients::unregister_client(shard, &cmd).await),

@@ -25,14 +25,21 @@ pub mod shard;
 pub mod start;
 pub mod timer;
 pub mod topic_validator;
+pub mod transaction;
 
 pub use error::BrokerError;
 pub use shard::Shard;
 pub use start::{start_broker, BrokerHandle};
 
 /// The shard that owns (topic, queue_id). FNV-1a over the topic, plus the queue id, so the
-/// queues of one topic spread over shards.
+/// queues of one topic spread over shards. The transaction op queue lives with the half queue,
+/// whose owner alone reads both (see `transaction`).
 pub fn owner_of(topic: &str, queue_id: u32, shards: usize) -> usize {
+    let topic = if topic == topic_validator::TRANS_OP_HALF_TOPIC {
+        topic_validator::TRANS_HALF_TOPIC
+    } else {
+        topic
+    };
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in topic.as_bytes() {
         h ^= *b as u64;

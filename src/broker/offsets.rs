@@ -79,7 +79,7 @@ pub fn commit_local(s: &Shard, topic: &str, group: &str, queue_id: u32, offset: 
         .insert(queue_id, offset);
 }
 
-fn query_local(s: &Shard, topic: &str, group: &str, queue_id: u32) -> Option<i64> {
+pub fn query_local(s: &Shard, topic: &str, group: &str, queue_id: u32) -> Option<i64> {
     s.offsets
         .borrow()
         .get(&format!("{topic}@{group}"))

@@ -15,7 +15,7 @@ use bytes::BytesMut;
 use crate::broker::clients::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 use crate::broker::metadata::{topic_config, PERM_INHERIT, PERM_READ, PERM_WRITE};
 use crate::broker::schedule::SCHEDULE_TOPIC;
-use crate::broker::{admin, BrokerError, Shard};
+use crate::broker::{admin, topic_validator, transaction, BrokerError, Shard};
 use crate::constants::MAX_BATCH_MESSAGES;
 use crate::protocol::batch::decode_batch_ref;
 use crate::protocol::body::TopicConfig;
@@ -155,6 +155,18 @@ async fn send_inner(
 ) -> Result<RemotingCommand, BrokerError> {
     let h = SendMessageRequestHeader::from_command(cmd)?;
     validate_topic(&h.topic)?;
+    if topic_validator::is_not_allowed_send_topic(&h.topic) {
+        return Err(BrokerError::NoPermission(format!(
+            "Sending message to topic[{}] is forbidden.",
+            h.topic
+        )));
+    }
+    let tx_type = message::sys_flag::transaction_type(h.sys_flag);
+    if tx_type == message::sys_flag::TRANSACTION_ROLLBACK {
+        return Err(BrokerError::MessageIllegal(
+            "a send cannot carry the rollback transaction type; end a transaction with END_TRANSACTION".into(),
+        ));
+    }
     let tc = ensure_topic(
         shard,
         &h.topic,
@@ -231,13 +243,45 @@ async fn send_inner(
     let to_dlq = topic != h.topic;
     let scans: Vec<Scan<'_>> = items.iter().map(|i| scan(i.props)).collect();
     let wait_flush = !scans.iter().any(|s| s.no_wait);
+    let prepared =
+        tx_type == message::sys_flag::TRANSACTION_PREPARED || scans.iter().any(|s| s.prepared);
+    if prepared {
+        if h.batch {
+            return Err(BrokerError::MessageIllegal(
+                "a transactional message cannot be sent in a batch".into(),
+            ));
+        }
+        if ctx.cfg.transaction.reject_transaction_message {
+            return Err(BrokerError::NoPermission(format!(
+                "the broker[{}] sending transaction message is forbidden",
+                ctx.cfg.broker_name
+            )));
+        }
+    }
     let target = Target {
         topic: &topic,
         queue_id,
         h: &h,
         born_host: conn.peer,
     };
-    let (records, uniq_keys) = if to_dlq || scans.iter().any(|s| s.rewrite) {
+    let (records, uniq_keys) = if prepared {
+        let item = &items[0];
+        let (record, uniq) = transaction::records::half_record(
+            shard,
+            transaction::records::Prepared {
+                topic: &h.topic,
+                queue_id,
+                flag: item.flag,
+                sys_flag: h.sys_flag,
+                born_timestamp: h.born_timestamp,
+                born_host: conn.peer,
+                reconsume_times: h.reconsume_times,
+                body: &item.body,
+                properties: item.props,
+            },
+        )?;
+        (vec![record], uniq)
+    } else if to_dlq || scans.iter().any(|s| s.rewrite) {
         encode_rewritten(shard, &target, &items, to_dlq)?
     } else {
         encode_plain(shard, &target, items, &scans)?
@@ -286,6 +330,8 @@ struct Scan<'a> {
     keys: Option<&'a str>,
     /// DELAY or a timer property: the record is parked in a system topic (`build_record`).
     rewrite: bool,
+    /// TRAN_MSG=true: a prepared transactional message, stored as a half message.
+    prepared: bool,
 }
 
 fn scan(props: &str) -> Scan<'_> {
@@ -300,6 +346,7 @@ fn scan(props: &str) -> Scan<'_> {
             keys::TAGS => s.tags = Some(v),
             keys::KEYS => s.keys = Some(v),
             keys::DELAY | TIMER_DELIVER_MS | TIMER_DELAY_SEC | TIMER_DELAY_MS => s.rewrite = true,
+            keys::TRAN_MSG => s.prepared = v.eq_ignore_ascii_case("true"),
             _ => {}
         }
     }

@@ -86,6 +86,8 @@ pub struct Shard {
     pub delay_progress: RefCell<BTreeMap<i32, i64>>,
     /// The timer service's state, on the shard owning the timer queue only.
     pub timer: RefCell<Option<crate::broker::timer::TimerState>>,
+    /// The transaction service's state, on the shard owning the half queue only.
+    pub transaction: RefCell<Option<crate::broker::transaction::TransactionState>>,
     next_conn: Cell<u64>,
     round_robin: Cell<u64>,
     pub stopping: Cell<bool>,
@@ -143,6 +145,7 @@ impl Shard {
             uniq: RefCell::new(UniqKeyGenerator::new(ctx.store_host.ip())),
             delay_progress: RefCell::new(delay_progress),
             timer: RefCell::new(None),
+            transaction: RefCell::new(None),
             next_conn: Cell::new(1),
             round_robin: Cell::new(0),
             stopping: Cell::new(false),

@@ -288,6 +288,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     });
     schedule::start(&shard);
     timer::start(&shard, p.timer_progress);
+    crate::broker::transaction::start(&shard);
     crate::broker::clean::start(&shard);
     if is_meta {
         admin::topics_changed(&shard);

@@ -12,8 +12,10 @@ use crate::constants::DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS;
 use crate::store::config::{DeleteWhen, FlushDiskType, StoreConfig};
 
 pub mod limits;
+pub mod transaction;
 
 pub use limits::Limits;
+pub use transaction::TransactionConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -60,6 +62,8 @@ pub struct BrokerConfig {
     pub pin_cores: bool,
     /// Connection and queueing limits (see `limits`).
     pub limits: Limits,
+    /// The transaction service (see `transaction`).
+    pub transaction: TransactionConfig,
     pub store: StoreConfig,
     /// Keys we read but do not act on.
     pub unknown: BTreeMap<String, String>,
@@ -92,6 +96,7 @@ impl Default for BrokerConfig {
             shard_count: 0,
             pin_cores: true,
             limits: Limits::default(),
+            transaction: TransactionConfig::default(),
             store,
             unknown: BTreeMap::new(),
         }
@@ -175,6 +180,9 @@ impl BrokerConfig {
     /// Applies one RocketMQ-named key.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         if let Some(done) = self.limits.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.transaction.set(key, value) {
             return done;
         }
         let s = &mut self.store;

@@ -1,0 +1,342 @@
+//! The records the transaction service stores, and the request it sends a producer:
+//! - the half record of a prepared send (`RMQ_SYS_TRANS_HALF_TOPIC` queue 0, the real topic and
+//!   queue in `REAL_TOPIC`/`REAL_QID`, transaction type reset so it gets a consume-queue unit);
+//! - the committed record (the half message on its real topic and queue, type COMMIT, its
+//!   prepared-transaction offset pointing at the half record);
+//! - the op record of a decision (`RMQ_SYS_TRANS_OP_HALF_TOPIC`, tag `d`, body `"off,off,"`);
+//! - a put-back copy for a check and a discarded copy (`TRANS_CHECK_MAX_TIME_TOPIC`);
+//! - CHECK_TRANSACTION_STATE (39), whose body is the half message in stored form with its real
+//!   topic and queue, as Java's `Broker2Client.checkProducerTransactionState` sends it.
+
+use std::net::SocketAddr;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::broker::send::index_keys;
+use crate::broker::topic_validator::{
+    TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+};
+use crate::broker::transaction::{HALF_QUEUE_ID, REMOVE_TAG};
+use crate::broker::{BrokerError, Shard};
+use crate::protocol::codes::request_code;
+use crate::protocol::headers::CheckTransactionStateRequestHeader;
+use crate::protocol::java_hash::tags_code;
+use crate::protocol::message::{self, sys_flag, DecodedRecord, MessageToStore};
+use crate::protocol::msg_id::offset_msg_id;
+use crate::protocol::properties::{self, keys};
+use crate::protocol::RemotingCommand;
+use crate::writer::{AppendRecord, IndexKeys};
+
+/// One message of a prepared send, as the send path read it from the request.
+pub struct Prepared<'a> {
+    pub topic: &'a str,
+    pub queue_id: i32,
+    pub flag: i32,
+    pub sys_flag: i32,
+    pub born_timestamp: i64,
+    pub born_host: SocketAddr,
+    pub reconsume_times: i32,
+    pub body: &'a Bytes,
+    pub properties: &'a str,
+}
+
+/// The half record of a prepared send and its UNIQ_KEY.
+pub fn half_record(shard: &Shard, m: Prepared<'_>) -> Result<(AppendRecord, String), BrokerError> {
+    let mut props = properties::parse(m.properties);
+    let uniq = match value(&props, keys::UNIQ_KEY) {
+        Some(u) if !u.is_empty() => u.to_owned(),
+        _ => {
+            let u = shard.uniq.borrow_mut().next(crate::broker::now_ms());
+            set(&mut props, keys::UNIQ_KEY, u.clone());
+            u
+        }
+    };
+    if value(&props, keys::CLUSTER).is_none() {
+        set(
+            &mut props,
+            keys::CLUSTER,
+            shard.ctx.cfg.broker_cluster_name.clone(),
+        );
+    }
+    set(&mut props, keys::REAL_TOPIC, m.topic.to_owned());
+    set(&mut props, keys::REAL_QID, m.queue_id.to_string());
+    set(&mut props, keys::TRANSACTION_ID, uniq.clone());
+    let fields = Fields {
+        topic: TRANS_HALF_TOPIC,
+        queue_id: HALF_QUEUE_ID,
+        flag: m.flag,
+        sys_flag: with_type(m.sys_flag, sys_flag::TRANSACTION_NOT_TYPE),
+        born_timestamp: m.born_timestamp,
+        born_host: m.born_host,
+        store_host: shard.ctx.store_host,
+        reconsume_times: m.reconsume_times,
+        prepared_transaction_offset: 0,
+    };
+    Ok((encode(&fields, m.body, &props)?, uniq))
+}
+
+/// The half message `half` (stored at `half_phy`) committed to its real topic and queue.
+pub fn committed_record(
+    half: &DecodedRecord<'_>,
+    half_phy: u64,
+) -> Result<AppendRecord, BrokerError> {
+    let mut props = properties::parse(half.properties);
+    let topic = take(&mut props, keys::REAL_TOPIC);
+    let qid = take(&mut props, keys::REAL_QID).and_then(|q| q.parse::<u32>().ok());
+    let (Some(topic), Some(qid)) = (topic, qid) else {
+        return Err(BrokerError::System(format!(
+            "the half message at {half_phy} has no REAL_TOPIC/REAL_QID"
+        )));
+    };
+    take(&mut props, keys::TRAN_MSG);
+    let fields = Fields {
+        topic: &topic,
+        queue_id: qid,
+        flag: half.flag,
+        sys_flag: with_type(half.sys_flag, sys_flag::TRANSACTION_COMMIT),
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_host: half.store_host,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: half_phy as i64,
+    };
+    encode(&fields, half.body, &props)
+}
+
+/// The op record of a decision that resolves the half offsets `halves`.
+pub fn op_record(shard: &Shard, halves: &[u64]) -> Result<AppendRecord, BrokerError> {
+    let mut body = String::with_capacity(halves.len() * 12);
+    for h in halves {
+        body.push_str(&h.to_string());
+        body.push(',');
+    }
+    let now = crate::broker::now_ms();
+    let props = vec![
+        (keys::TAGS.to_owned(), REMOVE_TAG.to_owned()),
+        (keys::WAIT.to_owned(), "false".to_owned()),
+        (keys::UNIQ_KEY.to_owned(), shard.uniq.borrow_mut().next(now)),
+    ];
+    let fields = Fields {
+        topic: TRANS_OP_HALF_TOPIC,
+        queue_id: HALF_QUEUE_ID,
+        flag: 0,
+        sys_flag: 0,
+        born_timestamp: now,
+        born_host: shard.ctx.store_host,
+        store_host: shard.ctx.store_host,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    };
+    encode(&fields, body.as_bytes(), &props)
+}
+
+/// The half offsets an op record's body names (`"12,13,"`); junk between commas is skipped.
+pub fn op_offsets(body: &[u8]) -> Vec<u64> {
+    std::str::from_utf8(body)
+        .unwrap_or("")
+        .split(',')
+        .filter_map(|s| s.trim().parse::<u64>().ok())
+        .collect()
+}
+
+/// A copy of a half message for the end of the half queue, with `props` in place of its own
+/// (a check increments TRANSACTION_CHECK_TIMES; an immunity copy records the original offset).
+pub fn half_copy(
+    half: &DecodedRecord<'_>,
+    props: &[(String, String)],
+) -> Result<AppendRecord, BrokerError> {
+    let fields = Fields {
+        topic: TRANS_HALF_TOPIC,
+        queue_id: HALF_QUEUE_ID,
+        flag: half.flag,
+        sys_flag: half.sys_flag,
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_host: half.store_host,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: 0,
+    };
+    encode(&fields, half.body, props)
+}
+
+/// A half message given up after `transactionCheckMax` checks, for TRANS_CHECK_MAX_TIME_TOPIC.
+pub fn discarded_record(half: &DecodedRecord<'_>) -> Result<AppendRecord, BrokerError> {
+    let props = properties::parse(half.properties);
+    let fields = Fields {
+        topic: TRANS_CHECK_MAX_TIME_TOPIC,
+        queue_id: 0,
+        flag: half.flag,
+        sys_flag: half.sys_flag,
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_host: half.store_host,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: 0,
+    };
+    encode(&fields, half.body, &props)
+}
+
+/// Where a put-back copy landed.
+pub struct CopyAt {
+    pub phy: u64,
+    pub queue_offset: u64,
+    pub store_timestamp: i64,
+}
+
+/// The body of CHECK_TRANSACTION_STATE: the copy of `half` with properties `props` in stored
+/// form, on its real topic and queue; its offsets are filled in by `check_request` once the copy
+/// is stored.
+pub fn check_body(
+    half: &DecodedRecord<'_>,
+    props: &[(String, String)],
+) -> Result<BytesMut, BrokerError> {
+    let real_topic = value(props, keys::REAL_TOPIC).unwrap_or(TRANS_HALF_TOPIC);
+    let real_qid = value(props, keys::REAL_QID)
+        .and_then(|q| q.parse::<i32>().ok())
+        .unwrap_or(0);
+    let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let msg = MessageToStore {
+        topic: real_topic,
+        queue_id: real_qid,
+        flag: half.flag,
+        sys_flag: half.sys_flag,
+        born_timestamp: half.born_timestamp,
+        born_host: half.born_host,
+        store_host: half.store_host,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: 0,
+        body: half.body,
+        properties: &props_str,
+    };
+    let mut body = BytesMut::new();
+    message::encode(&msg, &mut body).map_err(|e| BrokerError::System(e.to_string()))?;
+    Ok(body)
+}
+
+/// CHECK_TRANSACTION_STATE (oneway) for the copy stored at `at`, transaction `uniq`.
+pub fn check_request(
+    shard: &Shard,
+    mut body: BytesMut,
+    real_topic: &str,
+    uniq: &str,
+    at: &CopyAt,
+) -> RemotingCommand {
+    message::patch(
+        &mut body,
+        at.queue_offset as i64,
+        at.phy as i64,
+        at.store_timestamp,
+    );
+    let mut cmd = RemotingCommand::new_request(request_code::CHECK_TRANSACTION_STATE);
+    CheckTransactionStateRequestHeader {
+        topic: Some(real_topic.to_owned()),
+        tran_state_table_offset: at.queue_offset as i64,
+        commit_log_offset: at.phy as i64,
+        msg_id: Some(uniq.to_owned()),
+        transaction_id: Some(uniq.to_owned()),
+        offset_msg_id: Some(offset_msg_id(shard.ctx.store_host, at.phy as i64)),
+        broker_name: Some(shard.ctx.cfg.broker_name.clone()),
+    }
+    .write_to(&mut cmd);
+    cmd.set_oneway();
+    cmd.with_body(body.freeze())
+}
+
+/// The record fields besides body and properties.
+struct Fields<'a> {
+    topic: &'a str,
+    queue_id: u32,
+    flag: i32,
+    sys_flag: i32,
+    born_timestamp: i64,
+    born_host: SocketAddr,
+    store_host: SocketAddr,
+    reconsume_times: i32,
+    prepared_transaction_offset: i64,
+}
+
+fn encode(
+    f: &Fields<'_>,
+    body: &[u8],
+    props: &[(String, String)],
+) -> Result<AppendRecord, BrokerError> {
+    let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let msg = MessageToStore {
+        topic: f.topic,
+        queue_id: f.queue_id as i32,
+        flag: f.flag,
+        sys_flag: f.sys_flag,
+        born_timestamp: f.born_timestamp,
+        born_host: f.born_host,
+        store_host: f.store_host,
+        reconsume_times: f.reconsume_times,
+        prepared_transaction_offset: f.prepared_transaction_offset,
+        body,
+        properties: &props_str,
+    };
+    let mut bytes = BytesMut::with_capacity(message::stored_len(
+        f.sys_flag | sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6,
+        body.len(),
+        f.topic.len(),
+        props_str.len(),
+    ));
+    message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+    Ok(AppendRecord::whole(
+        Some(f.topic.into()),
+        f.queue_id,
+        tags_code(value(props, keys::TAGS)),
+        IndexKeys::Owned(index_keys(props)),
+        true,
+        bytes,
+    ))
+}
+
+/// `flag` with its transaction type replaced.
+pub fn with_type(flag: i32, tx_type: i32) -> i32 {
+    (flag & !sys_flag::TRANSACTION_ROLLBACK) | tx_type
+}
+
+pub fn value<'a>(props: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    props
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Sets `key`, replacing every earlier value.
+pub fn set(props: &mut Vec<(String, String)>, key: &str, v: String) {
+    props.retain(|(k, _)| k != key);
+    props.push((key.to_owned(), v));
+}
+
+fn take(props: &mut Vec<(String, String)>, key: &str) -> Option<String> {
+    let v = value(props, key).map(str::to_owned);
+    props.retain(|(k, _)| k != key);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The op body is Java's comma-terminated list; junk entries are ignored, not fatal.
+    #[test]
+    fn op_body_round_trip() {
+        assert_eq!(op_offsets(b"12,13,"), vec![12, 13]);
+        assert_eq!(op_offsets(b"7,x,,9"), vec![7, 9]);
+        assert!(op_offsets(b"\xff\xfe").is_empty());
+    }
+
+    /// Only the transaction bits change.
+    #[test]
+    fn transaction_type_replaced() {
+        let f = sys_flag::TRANSACTION_PREPARED | sys_flag::BORNHOST_V6 | 0x1;
+        let c = with_type(f, sys_flag::TRANSACTION_COMMIT);
+        assert_eq!(sys_flag::transaction_type(c), sys_flag::TRANSACTION_COMMIT);
+        assert_eq!(
+            c & !sys_flag::TRANSACTION_ROLLBACK,
+            f & !sys_flag::TRANSACTION_ROLLBACK
+        );
+    }
+}
