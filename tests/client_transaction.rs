@@ -222,3 +222,48 @@ fn decisions_survive_sigkill() {
         tx.shutdown().await;
     });
 }
+
+/// A transaction its producer never decides is checked `transactionCheckMax` times, then moved
+/// to TRANS_CHECK_MAX_TIME_TOPIC, where an operator's consumer finds it; its own topic never
+/// delivers it.
+#[test]
+fn undecided_transactions_end_in_the_check_max_topic() {
+    let broker = Broker::start_with(&[
+        ("transactionTimeOut", "1000"),
+        ("transactionCheckInterval", "300"),
+        ("transactionCheckMax", "2"),
+    ]);
+    let ns = broker.namesrv_addr();
+    run(async move {
+        let topic = unique_topic("txmax");
+        let mut plain = producer(&ns).await;
+        create_topic_by_send(&mut plain, &topic).await;
+        let checks = Arc::new(AtomicUsize::new(0));
+        let mut tx = tx_producer(&ns, &unique_group("txmp"), checks.clone()).await;
+        let (consumer, mut inbox) = push_consumer(&ns, &unique_group("txmc"), &topic).await;
+        send_tx(&tx, &topic, "unknown-forever").await;
+        wait_route(&mut plain, "TRANS_CHECK_MAX_TIME_TOPIC").await;
+        let (dlq, mut dlq_inbox) =
+            push_consumer(&ns, &unique_group("txmd"), "TRANS_CHECK_MAX_TIME_TOPIC").await;
+        let given_up = collect_distinct(&mut dlq_inbox, 1, Duration::from_secs(20)).await;
+        assert_eq!(
+            given_up.iter().map(|r| r.body_str()).collect::<Vec<_>>(),
+            vec!["unknown-forever"]
+        );
+        assert_eq!(
+            checks.load(Ordering::SeqCst),
+            2,
+            "checked transactionCheckMax times"
+        );
+        assert!(
+            drain_for(&mut inbox, Duration::from_secs(1))
+                .await
+                .is_empty(),
+            "never delivered on its own topic"
+        );
+        shutdown_push(dlq).await;
+        shutdown_push(consumer).await;
+        tx.shutdown().await;
+        shutdown_producer(plain).await;
+    });
+}

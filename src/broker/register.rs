@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::broker::long_poll::Waiter;
-use crate::broker::Shard;
+use crate::broker::{topic_validator, Shard};
 use crate::protocol::body::{self, RegisterBrokerBody, TopicConfigSerializeWrapper};
 use crate::protocol::codes::{request_code, response_code as rc};
 use crate::protocol::headers::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
@@ -39,6 +39,7 @@ fn register_command(s0: &Shard) -> RemotingCommand {
         (
             m.topics
                 .iter()
+                .filter(|(k, _)| !topic_validator::is_hidden_from_routes(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             m.topics_version.clone(),
