@@ -23,6 +23,8 @@
 #[path = "loadgen/stats.rs"]
 #[allow(dead_code, unused_imports)]
 mod stats;
+#[path = "client_tx.rs"]
+mod tx;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -68,6 +70,12 @@ enum Workload {
     C2,
     /// Pre-fill --backlog messages with batch sends, then drain them with a push consumer.
     C4,
+    /// Transactional sends (prepare, then commit) from --inflight tasks (default 16): the
+    /// committed-transaction rate, to set against C2 in the same run.
+    C5,
+    /// Prepared sends never decided (--backlog of them, answered UNKNOW on every check), then
+    /// C2's plain sends while they wait and the broker's check-back scans them.
+    C6,
 }
 
 #[derive(Parser, Debug)]
@@ -75,7 +83,7 @@ enum Workload {
     name = "client_workloads",
     about = "C1/C2/C4 through rocketmq-client-rust 1.0.0"
 )]
-struct Args {
+pub struct Args {
     #[arg(value_enum)]
     workload: Workload,
     #[arg(long)]
@@ -199,13 +207,32 @@ async fn run(a: &Args) -> Result<Outcome, String> {
         Workload::C1 | Workload::C2 => {
             let default = if a.workload == Workload::C1 { 1 } else { 16 };
             s.inflight = a.inflight.unwrap_or(default);
-            run_sends(a, &producer, s.inflight, &mut s).await;
+            run_sends(a, &Sender::Plain(producer.clone()), s.inflight, &mut s).await;
             Outcome {
                 summary: s,
                 first_message_s: None,
             }
         }
         Workload::C4 => run_drain(a, &owner, &producer, s).await,
+        Workload::C5 | Workload::C6 => {
+            s.inflight = a.inflight.unwrap_or(16);
+            let commit = a.workload == Workload::C5;
+            let tx = Arc::new(tx::start(&owner, a, commit).await?);
+            if commit {
+                run_sends(a, &Sender::Tx(tx.clone()), s.inflight, &mut s).await;
+            } else {
+                s.label = Some(format!(
+                    "{} waiting half messages; {}",
+                    tx::prefill(a, &tx).await?,
+                    a.label.clone().unwrap_or_default()
+                ));
+                run_sends(a, &Sender::Plain(producer.clone()), s.inflight, &mut s).await;
+            }
+            Outcome {
+                summary: s,
+                first_message_s: None,
+            }
+        }
     };
     let _ = tokio::time::timeout(Duration::from_secs(10), producer.shutdown()).await;
     Ok(out)
@@ -227,7 +254,7 @@ fn client_owner() -> Result<RuntimeOwner, String> {
         .map_err(|e| format!("client runtime: {e}"))
 }
 
-fn client_runtime(owner: &RuntimeOwner, scope: &str) -> Result<Arc<ClientRuntime>, String> {
+pub fn client_runtime(owner: &RuntimeOwner, scope: &str) -> Result<Arc<ClientRuntime>, String> {
     let scope = ScopeId::try_from(scope.to_string()).map_err(|e| format!("scope {scope}: {e}"))?;
     ClientRuntime::try_new(
         owner.root_context().component(scope),
@@ -237,7 +264,7 @@ fn client_runtime(owner: &RuntimeOwner, scope: &str) -> Result<Arc<ClientRuntime
     .map_err(|e| format!("client runtime scope: {e}"))
 }
 
-async fn within<T, E: std::fmt::Display>(
+pub async fn within<T, E: std::fmt::Display>(
     what: &str,
     fut: impl std::future::Future<Output = Result<T, E>>,
 ) -> Result<T, String> {
@@ -301,7 +328,7 @@ async fn wait_route(producer: &mut DefaultMQProducer, topic: &str) -> Result<usi
     }
 }
 
-fn message(topic: &str, body: &[u8]) -> Message {
+pub fn message(topic: &str, body: &[u8]) -> Message {
     Message::builder()
         .topic(topic)
         .body_slice(body)
@@ -334,8 +361,37 @@ fn record_send(
     }
 }
 
-/// C1/C2: `senders` tasks, each a loop of sync sends on one shared producer.
-async fn run_sends(a: &Args, producer: &DefaultMQProducer, senders: usize, s: &mut Summary) {
+/// What C1/C2/C5/C6 send with.
+#[derive(Clone)]
+enum Sender {
+    Plain(DefaultMQProducer),
+    Tx(Arc<rocketmq_client_rust::TransactionMQProducer>),
+}
+
+impl Sender {
+    async fn send(
+        &self,
+        msg: Message,
+        timeout: u64,
+    ) -> Result<SendStatus, rocketmq_client_rust::ClientError> {
+        let no_result = || {
+            rocketmq_client_rust::ClientError::response_process_failed("send", "no send result")
+        };
+        match self {
+            Sender::Plain(p) => p
+                .send_with_timeout(msg, timeout)
+                .await
+                .and_then(|r| r.map(|r| r.send_status).ok_or_else(no_result)),
+            Sender::Tx(p) => p
+                .send_message_in_transaction::<(), _>(msg, None)
+                .await
+                .and_then(|r| r.send_result.map(|r| r.send_status).ok_or_else(no_result)),
+        }
+    }
+}
+
+/// C1/C2/C5/C6: `senders` tasks, each a loop of sync sends on one shared producer.
+async fn run_sends(a: &Args, producer: &Sender, senders: usize, s: &mut Summary) {
     let sh = Shared::new(Instant::now(), None);
     let body: Arc<[u8]> = (0..a.size).map(|i| b'a' + (i % 26) as u8).collect();
     let mut tasks = Vec::with_capacity(senders);
@@ -346,17 +402,7 @@ async fn run_sends(a: &Args, producer: &DefaultMQProducer, senders: usize, s: &m
             let hist = sh.latency.part();
             while !sh.stopped() {
                 let origin = sh.now_ns();
-                let r = producer
-                    .send_with_timeout(message(&topic, &body), timeout)
-                    .await;
-                let r = r.and_then(|res| {
-                    res.map(|res| res.send_status).ok_or_else(|| {
-                        rocketmq_client_rust::ClientError::response_process_failed(
-                            "send",
-                            "no send result",
-                        )
-                    })
-                });
+                let r = producer.send(message(&topic, &body), timeout).await;
                 record_send(&sh, &hist, origin, 1, body.len() as u64, r);
             }
         }));
