@@ -19,6 +19,8 @@ pub mod offsets;
 pub mod pull;
 pub mod query;
 pub mod register;
+pub mod relay;
+pub mod reply;
 pub mod retry;
 pub mod schedule;
 pub mod send;
