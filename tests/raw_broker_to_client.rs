@@ -215,6 +215,23 @@ fn consume_message_directly_carries_the_stored_message() {
         assert_eq!(got.code, 0, "{:?}", got.remark);
         assert!(String::from_utf8_lossy(&got.body).contains("CR_SUCCESS"));
     });
+    // An id that names no stored message is an error before anything is relayed.
+    let mut admin = Conn::connect(b.broker);
+    let r = admin.call(
+        RemotingCommand::new_request(request_code::CONSUME_MESSAGE_DIRECTLY)
+            .with_ext("consumerGroup", GROUP)
+            .with_ext("clientId", "client-D")
+            .with_ext("msgId", "not-a-message-id"),
+    );
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert!(
+        r.remark
+            .as_deref()
+            .unwrap_or("")
+            .contains("cannot decode the message id"),
+        "{:?}",
+        r.remark
+    );
 }
 
 fn reply_cmd(props: &str, body: &[u8]) -> RemotingCommand {

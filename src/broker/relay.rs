@@ -114,7 +114,9 @@ async fn group_sys_flag(shard: &Rc<Shard>, group: &str) -> Result<Option<i32>, B
 /// The stored record (commit-log format) named by an offset message id.
 fn stored_message(shard: &Shard, msg_id: &str) -> Result<Vec<u8>, BrokerError> {
     let (_, offset) = decode_offset_msg_id(msg_id).map_err(|e| {
-        BrokerError::System(format!("cannot decode the message id [{msg_id}]: {e}"))
+        // The id comes from the network: echo a bounded prefix of it.
+        let shown: String = msg_id.chars().take(64).collect();
+        BrokerError::System(format!("cannot decode the message id [{shown}]: {e}"))
     })?;
     let not_found = |e: BrokerError| {
         BrokerError::System(format!("can not find message by the offset {offset}: {e}"))
