@@ -92,7 +92,10 @@ pub async fn prefill(a: &Args, p: &Arc<TransactionMQProducer>) -> Result<u64, St
     }
     let n = stored.load(Relaxed);
     if n < a.backlog {
-        return Err(format!("only {n} of {} half messages were stored", a.backlog));
+        return Err(format!(
+            "only {n} of {} half messages were stored",
+            a.backlog
+        ));
     }
     Ok(n)
 }

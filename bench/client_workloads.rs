@@ -374,9 +374,8 @@ impl Sender {
         msg: Message,
         timeout: u64,
     ) -> Result<SendStatus, rocketmq_client_rust::ClientError> {
-        let no_result = || {
-            rocketmq_client_rust::ClientError::response_process_failed("send", "no send result")
-        };
+        let no_result =
+            || rocketmq_client_rust::ClientError::response_process_failed("send", "no send result");
         match self {
             Sender::Plain(p) => p
                 .send_with_timeout(msg, timeout)

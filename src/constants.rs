@@ -57,6 +57,13 @@ pub const MAX_BATCH_MESSAGES: usize = 4096;
 /// Connections one shard accepts (`maxConnectionsPerShard`); by default only the broker-wide
 /// bound applies.
 pub const MAX_CONNECTIONS_PER_SHARD: usize = MAX_CONNECTIONS;
+/// Requests the broker may have waiting for one client's answers (GET_CONSUMER_RUNNING_INFO,
+/// CONSUME_MESSAGE_DIRECTLY, PUSH_REPLY_MESSAGE_TO_CLIENT); one more fails at once
+/// (`maxPendingCallsPerConnection`).
+pub const MAX_PENDING_CALLS_PER_CONN: usize = 64;
+/// How long the broker waits for a client's answer (Java's `Broker2Client.callClient` waits
+/// 10 s; `callClientTimeoutMills`).
+pub const CALL_CLIENT_TIMEOUT_MS: u64 = 10_000;
 /// A response that cannot be written for this long disconnects its client (one that sends but
 /// never reads); the default matches the idle timeout, the bound it had before it was its own key.
 pub const WRITE_STALL_TIMEOUT_MS: u64 = IDLE_TIMEOUT_SECS * 1000;
@@ -69,6 +76,7 @@ pub const MAX_INFLIGHT_PER_CONN_CEILING: usize = 65_536;
 pub const OUTBOX_CAPACITY_CEILING: usize = 1 << 18;
 pub const MAX_CONNECTIONS_CEILING: usize = 1_000_000;
 pub const MAX_WAITERS_PER_QUEUE_CEILING: usize = 1_000_000;
+pub const MAX_PENDING_CALLS_PER_CONN_CEILING: usize = 65_536;
 pub const WRITER_INBOX_CAPACITY_CEILING: usize = 1 << 20;
 /// Timeouts past a day are a typo, not a policy.
 pub const TIMEOUT_SECS_CEILING: u64 = 24 * 3600;
@@ -84,6 +92,11 @@ const _: () = assert!(MAX_INFLIGHT_PER_CONN <= MAX_INFLIGHT_PER_CONN_CEILING);
 const _: () = assert!(MAX_CONNECTIONS_PER_SHARD <= MAX_CONNECTIONS);
 const _: () = assert!(MAX_CONNECTIONS <= MAX_CONNECTIONS_CEILING);
 const _: () = assert!(MAX_WAITERS_PER_QUEUE <= MAX_WAITERS_PER_QUEUE_CEILING);
+// The broker's own requests fit in the outbox room the in-flight responses leave.
+const _: () = assert!(MAX_PENDING_CALLS_PER_CONN <= OUTBOX_CAPACITY - MAX_INFLIGHT_PER_CONN);
+const _: () = assert!(MAX_PENDING_CALLS_PER_CONN <= MAX_PENDING_CALLS_PER_CONN_CEILING);
+const _: () =
+    assert!(CALL_CLIENT_TIMEOUT_MS > 0 && CALL_CLIENT_TIMEOUT_MS <= TIMEOUT_SECS_CEILING * 1000);
 const _: () = assert!(IDLE_TIMEOUT_SECS > 0 && IDLE_TIMEOUT_SECS <= TIMEOUT_SECS_CEILING);
 const _: () =
     assert!(WRITE_STALL_TIMEOUT_MS > 0 && WRITE_STALL_TIMEOUT_MS <= TIMEOUT_SECS_CEILING * 1000);

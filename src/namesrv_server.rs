@@ -13,7 +13,7 @@ use crate::constants::OUTBOX_CAPACITY;
 use crate::namesrv::NameServer;
 use crate::protocol::RemotingCommand;
 use crate::remoting::connection::{serve, ConnLimits};
-use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound};
+use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound, ResponseTable};
 use crate::runtime::net::{bind_reuseport, Listener};
 use crate::runtime::{self, mailbox, MailboxSender, ShardPlacement};
 use crate::store::SegmentRange;
@@ -135,7 +135,9 @@ async fn run(listener: Listener, stop: runtime::MailboxReceiver<()>, kv_path: Op
                 peer,
                 outbox: tx,
             };
-            runtime::spawn(serve(stream, handler.clone(), info, rx, limits));
+            // The name server never asks its clients anything: a table that takes no request.
+            let responses = Rc::new(ResponseTable::new(0));
+            runtime::spawn(serve(stream, handler.clone(), info, rx, responses, limits));
         }
     };
     use futures_lite::FutureExt;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::broker::metadata::{
     topic_config, ClientChannel, LOCK_MAX_LIVE_MS, PERM_READ, PERM_WRITE,
 };
-use crate::broker::{now_ms, BrokerError, Shard};
+use crate::broker::{broker2client, now_ms, BrokerError, Shard};
 use crate::protocol::body::{
     self, ConsumerListBody, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody,
     MessageQueue, UnlockBatchRequestBody,
@@ -154,14 +154,7 @@ pub fn notify_consumer_ids_changed(s0: &Rc<Shard>, group: &str) {
         return;
     };
     for conn_id in targets {
-        let frame = frame.clone();
-        let shard = (conn_id >> 48) as usize;
-        let job = Box::new(move |s: &Rc<Shard>| {
-            if let Some(outbox) = s.conns.borrow().get(&conn_id) {
-                let _ = outbox.try_send(Outbound::Frame(frame));
-            }
-        });
-        let _ = s0.mesh.post(shard, job);
+        broker2client::send_oneway(s0, conn_id, frame.clone());
     }
 }
 

@@ -33,6 +33,9 @@ pub enum BrokerError {
     QueryNotFound(String),
     #[error("{0}")]
     ServiceNotAvailable(String),
+    /// A client the broker relayed a request to did not answer in time.
+    #[error("{0}")]
+    ConsumeMsgTimeout(String),
     #[error("{0}")]
     System(String),
     #[error("{0}")]
@@ -70,6 +73,7 @@ impl BrokerError {
             BrokerError::SubscriptionParseFailed(_) => rc::SUBSCRIPTION_PARSE_FAILED,
             BrokerError::QueryNotFound(_) => rc::QUERY_NOT_FOUND,
             BrokerError::ServiceNotAvailable(_) => rc::SERVICE_NOT_AVAILABLE,
+            BrokerError::ConsumeMsgTimeout(_) => rc::CONSUME_MSG_TIMEOUT,
             BrokerError::System(_) => rc::SYSTEM_ERROR,
             BrokerError::IllegalOperation(_) => rc::ILLEGAL_OPERATION,
         }
@@ -91,5 +95,10 @@ mod tests {
         assert_eq!(BrokerError::TopicNotExist("T".into()).response_code(), 17);
         let e = BrokerError::Store(StoreError::MessageTooLarge { size: 9, max: 1 });
         assert_eq!(e.response_code(), 13);
+        // A relayed request the consumer did not answer: Java's CONSUME_MSG_TIMEOUT.
+        assert_eq!(
+            BrokerError::ConsumeMsgTimeout("t".into()).response_code(),
+            207
+        );
     }
 }

@@ -4,7 +4,8 @@
 use std::rc::Rc;
 
 use crate::broker::{
-    admin, clients, offsets, pull, query, retry, send, transaction, BrokerError, Shard,
+    admin, clients, offsets, pull, query, relay, reply, retry, send, transaction, BrokerError,
+    Shard,
 };
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
@@ -32,6 +33,9 @@ impl Handler for BrokerHandler {
                     return send::send(shard, &conn, &cmd)
                         .await
                         .and_then(|r| encode_frame(&r));
+                }
+                req::SEND_REPLY_MESSAGE | req::SEND_REPLY_MESSAGE_V2 => {
+                    frame(reply::send_reply(shard, &conn, &cmd).await)
                 }
                 req::PULL_MESSAGE | req::LITE_PULL_MESSAGE if !self.fast_port => {
                     pull::pull(shard, &cmd).await.map(Some)
@@ -73,6 +77,12 @@ impl Handler for BrokerHandler {
                 req::GET_BROKER_RUNTIME_INFO => frame(admin::runtime_info(shard, &cmd).await),
                 req::GET_BROKER_CONFIG => frame(Ok(admin::broker_config(&shard, &cmd))),
                 req::CHECK_CLIENT_CONFIG => frame(admin::check_client_config(&shard, &cmd)),
+                req::GET_CONSUMER_RUNNING_INFO => {
+                    frame(relay::consumer_running_info(shard, &cmd).await)
+                }
+                req::CONSUME_MESSAGE_DIRECTLY => {
+                    frame(relay::consume_message_directly(shard, &cmd).await)
+                }
                 _ => {
                     let remark = format!(" request type {code} not supported");
                     tracing::debug!(code, "request code not supported");

@@ -136,10 +136,14 @@ impl Metadata {
                 topic_config(TBW102, q, PERM_INHERIT | PERM_READ | PERM_WRITE),
             );
         }
+        // Request-reply's replies go to `<brokerClusterName>_REPLY_TOPIC` (Java's
+        // TopicConfigManager creates it with one queue).
+        let reply_topic = crate::broker::reply::reply_topic(&cfg.broker_cluster_name);
         for sys in [
             cfg.broker_cluster_name.as_str(),
             cfg.broker_name.as_str(),
             "SELF_TEST_TOPIC",
+            reply_topic.as_str(),
         ] {
             if !m.topics.contains_key(sys) {
                 m.topics
@@ -291,6 +295,8 @@ mod tests {
         cfg.store.store_path_root_dir = dir.path().to_path_buf();
         let mut m = Metadata::load(&cfg);
         assert!(m.topics.contains_key(TBW102));
+        let reply = &m.topics["DefaultCluster_REPLY_TOPIC"];
+        assert_eq!((reply.read_queue_nums, reply.write_queue_nums), (1, 1));
         assert!(m.upsert_topic(topic_config("T1", 4, 6)));
         assert!(!m.upsert_topic(topic_config("T1", 4, 6)));
         write_config_file(&m.topics_path(), &m.topics_file_bytes()).unwrap();

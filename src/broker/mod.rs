@@ -8,6 +8,7 @@
 //! needs state owned elsewhere is forwarded with `Mesh::call`; nothing is shared mutably.
 
 pub mod admin;
+pub mod broker2client;
 pub mod clean;
 pub mod clients;
 pub mod error;
@@ -18,6 +19,8 @@ pub mod offsets;
 pub mod pull;
 pub mod query;
 pub mod register;
+pub mod relay;
+pub mod reply;
 pub mod retry;
 pub mod schedule;
 pub mod send;

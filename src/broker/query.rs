@@ -27,8 +27,8 @@ use crate::store::index_file::IndexService;
 /// Most messages one query returns (RocketMQ's defaultQueryMaxNum).
 const MAX_QUERY_NUM: usize = 32;
 
-/// Size of the record at `phy`, from its first field.
-fn record_size(shard: &Shard, phy: u64) -> Result<u32, BrokerError> {
+/// Size of the record at `phy`, from its first field, after checking the whole record decodes.
+pub(crate) fn record_size(shard: &Shard, phy: u64) -> Result<u32, BrokerError> {
     let mut reader = shard.reader.borrow_mut();
     let head = reader.read(phy, 4)?;
     let size = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);

@@ -15,7 +15,7 @@ use crate::broker::long_poll::Waiter;
 use crate::broker::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
 use crate::config::BrokerConfig;
 use crate::protocol::msg_id::UniqKeyGenerator;
-use crate::remoting::Outbox;
+use crate::remoting::ConnHandle;
 use crate::runtime::{MailboxReceiver, Mesh};
 use crate::store::consume_queue::{ConsumeQueue, CqUnit};
 use crate::store::reader::CommitLogReader;
@@ -75,7 +75,8 @@ pub struct Shard {
     pub reader: RefCell<CommitLogReader>,
     pub topics: RefCell<Arc<TopicSnapshot>>,
     pub subs: RefCell<Arc<SubscriptionSnapshot>>,
-    pub conns: RefCell<HashMap<u64, Outbox>>,
+    /// This shard's connections by id: their outboxes and their requests awaiting answers.
+    pub conns: RefCell<HashMap<u64, ConnHandle>>,
     /// Units the writer published for this shard's queues, not yet applied. Apart from the
     /// mesh mailbox so any task here can apply them before it reads a queue (`queue_bounds`).
     pub dispatched: MailboxReceiver<Vec<DispatchRun>>,

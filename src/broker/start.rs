@@ -24,7 +24,7 @@ use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, timer, 
 use crate::config::BrokerConfig;
 use crate::constants::SHARD_MAILBOX_CAPACITY;
 use crate::remoting::connection::{serve, ConnLimits};
-use crate::remoting::ConnInfo;
+use crate::remoting::{ConnHandle, ConnInfo, ResponseTable};
 use crate::runtime::net::{bind_reuseport, Listener};
 use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, ShardPlacement};
 use crate::store::consume_queue::ConsumeQueue;
@@ -366,10 +366,15 @@ async fn accept_loop(
             peer,
             outbox: tx.clone(),
         };
-        shard.conns.borrow_mut().insert(info.id, tx);
+        let responses = Rc::new(ResponseTable::new(cfg.max_pending_calls_per_connection));
+        let conn = ConnHandle {
+            outbox: tx,
+            responses: responses.clone(),
+        };
+        shard.conns.borrow_mut().insert(info.id, conn);
         let handler = handler.clone();
         runtime::spawn(async move {
-            serve(stream, handler, info, rx, limits).await;
+            serve(stream, handler, info, rx, responses, limits).await;
             drop(guard);
         });
     }

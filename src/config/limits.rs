@@ -1,5 +1,6 @@
 //! Limits and back-pressure knobs: frame and message sizes, connection counts, the per-connection
-//! outbox and in-flight cap, idle and write-stall timeouts, long-poll waiters, the writer inbox.
+//! outbox and in-flight cap, idle and write-stall timeouts, long-poll waiters, the writer inbox,
+//! and the broker's own requests to clients (how many may wait per connection, and how long).
 //!
 //! Defaults are the constants of `constants.rs` (whose const asserts relate them); configured
 //! values are range-checked here and the same relations are checked once at load, so a broker
@@ -13,8 +14,9 @@ use std::time::Duration;
 
 use super::{invalid, num, ConfigError};
 use crate::constants::{
-    IDLE_TIMEOUT_SECS, MAX_CONNECTIONS, MAX_CONNECTIONS_CEILING, MAX_CONNECTIONS_PER_SHARD,
-    MAX_FRAME_LEN, MAX_FRAME_LEN_CEILING, MAX_INFLIGHT_PER_CONN, MAX_INFLIGHT_PER_CONN_CEILING,
+    CALL_CLIENT_TIMEOUT_MS, IDLE_TIMEOUT_SECS, MAX_CONNECTIONS, MAX_CONNECTIONS_CEILING,
+    MAX_CONNECTIONS_PER_SHARD, MAX_FRAME_LEN, MAX_FRAME_LEN_CEILING, MAX_INFLIGHT_PER_CONN,
+    MAX_INFLIGHT_PER_CONN_CEILING, MAX_PENDING_CALLS_PER_CONN, MAX_PENDING_CALLS_PER_CONN_CEILING,
     MAX_RECORD_OVERHEAD, MAX_WAITERS_PER_QUEUE, MAX_WAITERS_PER_QUEUE_CEILING, OUTBOX_CAPACITY,
     OUTBOX_CAPACITY_CEILING, TIMEOUT_SECS_CEILING, WRITER_INBOX_CAPACITY_CEILING,
     WRITE_STALL_TIMEOUT_MS,
@@ -40,6 +42,11 @@ pub struct Limits {
     pub write_stall_timeout_mills: u64,
     /// `maxLongPollingWaitersPerQueue`: pulls parked on one queue; more are answered at once.
     pub max_long_polling_waiters_per_queue: usize,
+    /// `maxPendingCallsPerConnection`: broker requests waiting for one client's answers; one
+    /// more fails at once.
+    pub max_pending_calls_per_connection: usize,
+    /// `callClientTimeoutMills`: how long the broker waits for a client's answer.
+    pub call_client_timeout_mills: u64,
 }
 
 impl Default for Limits {
@@ -53,6 +60,8 @@ impl Default for Limits {
             server_channel_max_idle_time_seconds: IDLE_TIMEOUT_SECS,
             write_stall_timeout_mills: WRITE_STALL_TIMEOUT_MS,
             max_long_polling_waiters_per_queue: MAX_WAITERS_PER_QUEUE,
+            max_pending_calls_per_connection: MAX_PENDING_CALLS_PER_CONN,
+            call_client_timeout_mills: CALL_CLIENT_TIMEOUT_MS,
         }
     }
 }
@@ -104,6 +113,14 @@ impl Limits {
                 "maxLongPollingWaitersPerQueue" => {
                     self.max_long_polling_waiters_per_queue =
                         ranged(key, value, 1, MAX_WAITERS_PER_QUEUE_CEILING)?
+                }
+                "maxPendingCallsPerConnection" => {
+                    self.max_pending_calls_per_connection =
+                        ranged(key, value, 1, MAX_PENDING_CALLS_PER_CONN_CEILING)?
+                }
+                "callClientTimeoutMills" => {
+                    self.call_client_timeout_mills =
+                        ranged(key, value, 1, TIMEOUT_SECS_CEILING * 1000)?
                 }
                 _ => return Ok(false),
             }
@@ -160,6 +177,10 @@ impl Limits {
     pub fn write_stall_timeout(&self) -> Duration {
         Duration::from_millis(self.write_stall_timeout_mills)
     }
+
+    pub fn call_client_timeout(&self) -> Duration {
+        Duration::from_millis(self.call_client_timeout_mills)
+    }
 }
 
 #[cfg(test)]
@@ -189,6 +210,8 @@ mod tests {
             ("writeStallTimeoutMills", "1500"),
             ("maxLongPollingWaitersPerQueue", "3"),
             ("writerInboxCapacity", "8"),
+            ("maxPendingCallsPerConnection", "2"),
+            ("callClientTimeoutMills", "750"),
         ])
         .unwrap();
         let l = cfg.limits;
@@ -202,6 +225,8 @@ mod tests {
         assert_eq!(l.write_stall_timeout(), Duration::from_millis(1500));
         assert_eq!(l.max_long_polling_waiters_per_queue, 3);
         assert_eq!(cfg.store.writer_inbox_capacity, 8);
+        assert_eq!(l.max_pending_calls_per_connection, 2);
+        assert_eq!(l.call_client_timeout(), Duration::from_millis(750));
         assert!(cfg.unknown.is_empty(), "{:?}", cfg.unknown);
     }
 
@@ -213,6 +238,8 @@ mod tests {
         assert_eq!(cfg.limits.max_connections, MAX_CONNECTIONS);
         assert_eq!(cfg.limits.connection_outbox_capacity, OUTBOX_CAPACITY);
         assert_eq!(cfg.limits.idle_timeout(), Duration::from_secs(120));
+        // Java's Broker2Client.callClient waits 10 s.
+        assert_eq!(cfg.limits.call_client_timeout(), Duration::from_secs(10));
         assert_eq!(
             cfg.store.writer_inbox_capacity,
             crate::constants::WRITER_INBOX_CAPACITY
@@ -233,6 +260,8 @@ mod tests {
             ("maxLongPollingWaitersPerQueue", "0", "1..="),
             ("writerInboxCapacity", "0", "1..="),
             ("writerInboxCapacity", "4000000", "1..="),
+            ("maxPendingCallsPerConnection", "0", "1..="),
+            ("callClientTimeoutMills", "0", "1..="),
         ] {
             let err = with(&[(k, v)]).unwrap_err().to_string();
             assert!(err.contains(k) && err.contains(says), "{k}={v}: {err}");

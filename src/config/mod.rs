@@ -54,6 +54,8 @@ pub struct BrokerConfig {
     pub short_polling_time_mills: u64,
     pub register_name_server_period_ms: u64,
     pub enable_property_filter: bool,
+    /// Replies of request-reply are stored in the reply topic as well as pushed (Java's default).
+    pub store_reply_message_enable: bool,
     pub message_delay_level: String,
     pub max_reconsume_times: i32,
     /// ringmq: number of shard executors (0 = one per core minus the writer core, at least 1).
@@ -90,6 +92,7 @@ impl Default for BrokerConfig {
             short_polling_time_mills: 1000,
             register_name_server_period_ms: 30_000,
             enable_property_filter: false,
+            store_reply_message_enable: true,
             message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
                 .into(),
             max_reconsume_times: 16,
@@ -210,6 +213,7 @@ impl BrokerConfig {
                 self.register_name_server_period_ms = ms.clamp(10_000, 60_000);
             }
             "enablePropertyFilter" => self.enable_property_filter = boolean(key, value)?,
+            "storeReplyMessageEnable" => self.store_reply_message_enable = boolean(key, value)?,
             "messageDelayLevel" => self.message_delay_level = value.into(),
             "maxReconsumeTimes" => self.max_reconsume_times = num(key, value)?,
             "shardCount" => self.shard_count = num(key, value)?,

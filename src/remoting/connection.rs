@@ -7,7 +7,9 @@
 //! so its memory is freed. Reading pauses while the outbox is written, so a client that stops
 //! reading early parks the writer instead: no outbox entry completing within
 //! `write_stall_timeout` also disconnects. A connection with no traffic for `idle_timeout`
-//! closes (RocketMQ's serverChannelMaxIdleTimeSeconds).
+//! closes (RocketMQ's serverChannelMaxIdleTimeSeconds). Response frames the client sends answer
+//! the server's own requests: they go to the connection's [`ResponseTable`], which this task
+//! closes (failing whatever still waits) when the connection ends.
 
 use std::cell::Cell;
 use std::os::fd::AsRawFd;
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use futures_lite::FutureExt;
 
-use super::{ConnInfo, Handler, Outbound};
+use super::{ConnInfo, Handler, Outbound, ResponseTable};
 use crate::constants::{
     IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, MAX_INFLIGHT_PER_CONN, READ_CHUNK, READ_CHUNK_INITIAL,
     WRITE_COALESCE_BYTES, WRITE_STALL_TIMEOUT_MS,
@@ -79,6 +81,7 @@ pub async fn serve<H: Handler>(
     handler: Rc<H>,
     info: ConnInfo,
     outbox_rx: MailboxReceiver<Outbound>,
+    responses: Rc<ResponseTable>,
     limits: ConnLimits,
 ) {
     let shared = Rc::new(ConnShared {
@@ -149,7 +152,9 @@ pub async fn serve<H: Handler>(
                     // burst): a read through glommio zeroes `want` bytes of rbuf first.
                     want = (want / 2).max(READ_CHUNK_INITIAL);
                 }
-                if let Err(e) = dispatch_frames(&mut rbuf, &handler, &info, &shared, limits) {
+                let frames =
+                    dispatch_frames(&mut rbuf, &handler, &info, &shared, &responses, limits);
+                if let Err(e) = frames {
                     break e;
                 }
             }
@@ -180,6 +185,7 @@ pub async fn serve<H: Handler>(
         }
     };
     shared.alive.set(false);
+    responses.close();
     tracing::debug!(conn = info.id, peer = %info.peer, reason = %reason, "connection closed");
     handler.closed(&info);
 }
@@ -194,6 +200,7 @@ fn dispatch_frames<H: Handler>(
     handler: &Rc<H>,
     info: &ConnInfo,
     shared: &Rc<ConnShared>,
+    responses: &ResponseTable,
     limits: ConnLimits,
 ) -> Result<(), String> {
     loop {
@@ -213,7 +220,10 @@ fn dispatch_frames<H: Handler>(
             }
         };
         if cmd.is_response() {
-            // Answers to broker->client requests (e.g. consumer running info): nothing waits.
+            let opaque = cmd.opaque;
+            if !responses.complete(cmd) {
+                tracing::debug!(conn = info.id, peer = %info.peer, opaque, "answer nobody waits for (late or unasked), dropped");
+            }
             continue;
         }
         shared.inflight.set(shared.inflight.get() + 1);

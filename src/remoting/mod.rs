@@ -4,10 +4,13 @@
 //! A connection is served by one task on the shard that accepted it. It reads frames, hands each
 //! request to the [`Handler`] as its own local task (so a long-polled pull never holds up the
 //! requests behind it), and writes whatever lands in the connection's bounded outbox: responses,
-//! zero-copy pull bodies, and requests the broker sends to the client.
+//! zero-copy pull bodies, and requests the broker sends to the client. The answers to those
+//! requests come back on the same connection and are matched to their askers by the
+//! connection's [`ResponseTable`]; [`ConnHandle`] is how a task on the connection's shard asks.
 
 pub mod client;
 pub mod connection;
+pub mod response_table;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -17,7 +20,8 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use crate::protocol::RemotingCommand;
-use crate::runtime::MailboxSender;
+use crate::runtime::{MailboxSender, SendError};
+pub use response_table::{InvokeError, ResponseTable};
 
 /// What a connection task writes to its socket.
 pub enum Outbound {
@@ -43,6 +47,34 @@ pub struct ConnInfo {
     pub id: u64,
     pub peer: SocketAddr,
     pub outbox: Outbox,
+}
+
+/// A connection as its shard keeps it: where to write, and its requests awaiting answers.
+/// Local to that shard (`Rc`); other shards reach it through the shard's mailbox.
+#[derive(Clone)]
+pub struct ConnHandle {
+    pub outbox: Outbox,
+    pub responses: Rc<ResponseTable>,
+}
+
+impl ConnHandle {
+    /// Sends `request` to the client and waits up to `timeout` for its answer.
+    pub async fn invoke(
+        &self,
+        request: RemotingCommand,
+        timeout: std::time::Duration,
+    ) -> Result<RemotingCommand, InvokeError> {
+        self.responses.invoke(&self.outbox, request, timeout).await
+    }
+
+    /// Queues an encoded oneway request; nothing waits for an answer.
+    pub fn send_oneway(&self, frame: Bytes) -> Result<(), InvokeError> {
+        match self.outbox.try_send(Outbound::Frame(frame)) {
+            Ok(()) => Ok(()),
+            Err(SendError::Full(_)) => Err(InvokeError::OutboxFull),
+            Err(SendError::Closed(_)) => Err(InvokeError::ConnectionClosed),
+        }
+    }
 }
 
 /// A boxed local future.

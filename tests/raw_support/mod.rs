@@ -128,6 +128,13 @@ impl Conn {
         self.opaque
     }
 
+    /// Writes `cmd` with its opaque as it is: a client's answer to a request from the broker.
+    pub fn send_answer(&mut self, cmd: RemotingCommand) {
+        let mut b = BytesMut::new();
+        cmd.encode(&mut b).unwrap();
+        self.stream.write_all(&b).unwrap();
+    }
+
     pub fn write_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.stream.write_all(bytes)
     }

@@ -24,7 +24,7 @@ use crate::broker::topic_validator::{TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPI
 use crate::broker::transaction::end::immunity_ms;
 use crate::broker::transaction::records::{self, value, CopyAt};
 use crate::broker::transaction::{ensure_system_topic, persist, HALF_QUEUE_ID};
-use crate::broker::{now_ms, send, Shard};
+use crate::broker::{broker2client, now_ms, send, Shard};
 use crate::constants::{TRANSACTION_CHECK_BATCH, TRANSACTION_CHECK_MAX_MS};
 use crate::protocol::message;
 use crate::protocol::properties::{self, keys};
@@ -309,16 +309,6 @@ impl ProducerPicker {
         let Some(Outbound::Frame(frame)) = encode_frame(&cmd) else {
             return;
         };
-        let target = (conn_id >> 48) as usize;
-        let job = Box::new(move |s: &Rc<Shard>| {
-            if let Some(outbox) = s.conns.borrow().get(&conn_id) {
-                if outbox.try_send(Outbound::Frame(frame)).is_err() {
-                    tracing::warn!(conn_id, "producer's outbox full; transaction check dropped");
-                }
-            }
-        });
-        if shard.mesh.post(target, job).is_err() {
-            tracing::warn!(conn_id, "shard busy; transaction check dropped");
-        }
+        broker2client::send_oneway(shard, conn_id, frame);
     }
 }

@@ -9,10 +9,12 @@
 //! Called by broker and name-server handlers; the load generator uses `write_to` on requests.
 
 mod broker;
+mod client;
 mod namesrv;
 mod send;
 
 pub use broker::*;
+pub use client::*;
 pub use namesrv::*;
 pub use send::*;
 
