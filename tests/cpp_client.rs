@@ -31,6 +31,11 @@ const SCRIPT_DEADLINE: Duration = Duration::from_secs(42);
 const SCRIPT_KILL_AFTER: Duration = Duration::from_secs(47);
 /// Retry delays of 1 s at every level, so a message sent back returns within seconds.
 const FAST_DELAY_LEVELS: &str = "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s";
+/// Half messages are checked back 1 s after they were sent, every 300 ms.
+const TX_CHECK_SOON: [(&str, &str); 2] = [
+    ("transactionTimeOut", "1000"),
+    ("transactionCheckInterval", "300"),
+];
 
 /// The interpreter of the venv scripts/python-env.sh makes. Missing is a failure, never a skip.
 fn python() -> PathBuf {
@@ -391,22 +396,41 @@ fn reconsume_later_redelivers_through_the_retry_topic() {
     }
 }
 
-/// The C API's transaction producer: the message whose local transaction commits is consumed
-/// exactly once; the one rolled back is never delivered.
+/// The C API's transaction producer: messages committed by the local transaction or, after an
+/// UNKNOWN, by the broker's check-back to the C++ producer are consumed exactly once; those
+/// rolled back either way are never delivered.
 #[test]
-fn transaction_commit_is_consumed_and_rollback_never_delivered() {
-    let broker = Broker::start();
+fn transaction_commits_are_consumed_and_rollbacks_never_delivered() {
+    let broker = Broker::start_with(&TX_CHECK_SOON);
     let topic = unique_topic("cpp_tx");
-    let events = run_scenario(&broker, "transaction.py", &topic, &["--linger-s", "6"]);
-    for s in events.of("sent_tx") {
+    let events = run_scenario(&broker, "transaction.py", &topic, &["--linger-s", "5"]);
+    let sent = events.of("sent_tx");
+    assert_eq!(sent.len(), 4);
+    for s in sent {
         assert_eq!(s["api_status"], 0, "{s}");
         assert_eq!(s["status"], 0, "half message SEND_OK: {s}");
     }
+    let checked: Vec<&str> = events
+        .of("check")
+        .iter()
+        .map(|c| field(c, "keys"))
+        .collect();
+    for key in ["check-commit-0", "check-rollback-0"] {
+        assert!(
+            checked.contains(&key),
+            "the broker asks the producer about {key}: {checked:?}"
+        );
+    }
     let received = received_by_key(&events);
-    let commits = received.get("commit-0").map_or(0, Vec::len);
-    assert_eq!(commits, 1, "the committed message is consumed once");
-    assert!(
-        !received.contains_key("rollback-0"),
-        "the rolled-back message must never be delivered: {received:?}"
-    );
+    for key in ["commit-0", "check-commit-0"] {
+        let copies = received.get(key).map_or(0, Vec::len);
+        assert_eq!(copies, 1, "{key} is consumed once");
+        assert_eq!(field(received[key][0], "body"), format!("body of {key}"));
+    }
+    for key in ["rollback-0", "check-rollback-0"] {
+        assert!(
+            !received.contains_key(key),
+            "{key} must never be delivered: {received:?}"
+        );
+    }
 }

@@ -152,15 +152,16 @@ def start_push_consumer(args, expression, on_message=None, orderly=False):
 
     def callback(_consumer, handle):
         delivery = describe(RecvMessage(handle))
+        probe = (delivery["keys"] or "").startswith(PROBE_PREFIX)
         consumed = True
-        if on_message is not None and not delivery["keys"].startswith(PROBE_PREFIX):
+        if on_message is not None and not probe:
             try:
                 consumed = bool(on_message(delivery))
             except Exception as exc:  # a failing check must not crash the C++ thread
                 emit("callback_error", error=repr(exc))
                 consumed = False
         delivery["consumed"] = consumed
-        if not delivery["keys"].startswith(PROBE_PREFIX):
+        if not probe:
             emit("recv", **delivery)
         inbox.record(delivery)
         return CONSUME_SUCCESS if consumed else RECONSUME_LATER

@@ -13,7 +13,7 @@ def add_arguments(parser):
 
 
 def on_message(delivery):
-    return not (delivery["keys"].startswith("fail-") and delivery["reconsume_times"] == 0)
+    return not ((delivery["keys"] or "").startswith("fail-") and delivery["reconsume_times"] == 0)
 
 
 def main():

@@ -1,9 +1,11 @@
 """Scenario (e): the C++ client's transaction producer through its C API, which the Python
 binding does not wrap (CreateTransactionProducer, SendMessageTransaction, declared here with
-ctypes). It sends "commit-0", whose local transaction commits, and "rollback-0", whose local
-transaction rolls back; the broker's check callback answers the same. A push consumer started
-before them must receive the committed message and never the rolled-back one: the scenario
-lingers --linger-s after the commit arrived. Writes "sent_tx", "check" and "recv" lines."""
+ctypes). Four messages, each deciding by its key: "commit-0" commits and "rollback-0" rolls
+back in the local transaction; "check-commit-0" and "check-rollback-0" answer UNKNOWN there, so
+the broker asks the producer back (CHECK_TRANSACTION_STATE) and the check callback commits or
+rolls back. A push consumer started before them must receive both committed messages and never
+a rolled-back one: the scenario lingers --linger-s after the commits arrived. Writes "sent_tx",
+"execute", "check" and "recv" lines."""
 
 import ctypes
 from ctypes import POINTER, c_char_p, c_int, c_void_p
@@ -11,7 +13,10 @@ from ctypes import POINTER, c_char_p, c_int, c_void_p
 import harness
 from rocketmq.ffi import _CSendResult, dll
 
-COMMIT, ROLLBACK = 0, 1  # CTransactionStatus: E_COMMIT_TRANSACTION, E_ROLLBACK_TRANSACTION
+# CTransactionStatus: E_COMMIT_TRANSACTION, E_ROLLBACK_TRANSACTION, E_UNKNOWN_TRANSACTION.
+COMMIT, ROLLBACK, UNKNOWN = 0, 1, 2
+KEYS = ["commit-0", "rollback-0", "check-commit-0", "check-rollback-0"]
+COMMITTED = [k for k in KEYS if "commit-" in k]
 LOCAL_TRANSACTION = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p)
 dll.CreateTransactionProducer.argtypes = [c_char_p, LOCAL_TRANSACTION, c_void_p]
 dll.CreateTransactionProducer.restype = c_void_p
@@ -24,19 +29,23 @@ def add_arguments(parser):
     parser.add_argument("--linger-s", type=float, default=6.0)
 
 
-def decision(msg_handle):
-    keys = (dll.GetMessageKeys(msg_handle) or b"").decode()
-    return keys, COMMIT if keys.startswith("commit-") else ROLLBACK
+def keys_of(msg_handle):
+    return (dll.GetMessageKeys(msg_handle) or b"").decode()
 
 
 def execute_local(_producer, msg, _data):
-    keys, outcome = decision(msg)
+    keys = keys_of(msg)
+    if keys.startswith("check-"):
+        outcome = UNKNOWN
+    else:
+        outcome = COMMIT if keys.startswith("commit-") else ROLLBACK
     harness.emit("execute", keys=keys, outcome=outcome)
     return outcome
 
 
 def check_local(_producer, msg_ext, _data):
-    keys, outcome = decision(msg_ext)
+    keys = keys_of(msg_ext)
+    outcome = COMMIT if "commit-" in keys else ROLLBACK
     harness.emit("check", keys=keys, outcome=outcome)
     return outcome
 
@@ -69,15 +78,15 @@ def main():
     consumer, inbox = harness.start_push_consumer(args, "*")
     harness.wait_until_consuming(args, producer, inbox, "TagA")
     tx_producer = TransactionProducer(args)
-    for key in ["commit-0", "rollback-0"]:
+    for key in KEYS:
         body = "body of %s" % key
         status, result = tx_producer.send(harness.message(args.topic, key, "TagA", body, key))
         harness.emit("sent_tx", keys=key, body=body, api_status=status,
                      status=result.sendStatus, msg_id=result.msgId.decode())
         if status != 0:
             harness.fail("SendMessageTransaction failed: %s" % dll.GetLatestErrorMessage())
-    if not inbox.wait_for(lambda d: "commit-0" in {x["keys"] for x in d}, 20.0):
-        harness.fail("the committed message was not received")
+    if not inbox.wait_for(lambda d: set(COMMITTED) <= {x["keys"] for x in d}, 25.0):
+        harness.fail("a committed message was not received")
     inbox.wait_for(lambda d: False, args.linger_s)
     harness.finish(tx_producer, producer)
 
