@@ -7,6 +7,7 @@
 # default ASYNC_FLUSH (tests that choose a flush mode keep theirs). The protocol-level tests
 # (tests/raw_*) run a second time that way at the end: SYNC_FLUSH takes other paths through the
 # writer (the group-commit thread publishes, dispatches and replies; keys are indexed later).
+# The C++-client tests need python3 with venv and PyPI (scripts/python-env.sh, RINGMQ_VENV).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ringmq/target}"
@@ -15,6 +16,10 @@ cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
 # The integration tests spawn the broker binary; build it once before they run in parallel.
 cargo build --locked --bins
+# tests/cpp_client.rs runs the C++ client through Python: make (or reuse) its venv outside the
+# clone and hand its interpreter to the tests.
+RINGMQ_PYTHON="$(scripts/python-env.sh)"
+export RINGMQ_PYTHON
 # Benchmarks are not tests: they run with `cargo bench` (see bench/RESULTS.md).
 cargo test --locked --lib --bins --tests -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
 raw_tests=()

@@ -2,10 +2,13 @@
 //!
 //! Structs mirror the Java classes clients and name servers exchange; field order is
 //! alphabetical by JSON name because fastjson sorts, so our output reads like Java's. Enums
-//! travel as their Java names; unknown names land on an `Unknown` variant instead of failing
-//! a whole heartbeat. Inputs are lenient: missing fields take Java's defaults, unknown fields
-//! are ignored, and `from_json` also accepts fastjson's unquoted numeric map keys. Called by
-//! broker and name-server handlers, config-file persistence and the load generator.
+//! are written as their Java names and declared in their Java enum's order, because fastjson
+//! also reads an enum from its ordinal (the C++ client 2.1 sends ordinals) and so does
+//! `from_json`; unknown names and ordinals land on an `Unknown` variant instead of failing a
+//! whole heartbeat. Inputs are read as leniently as fastjson reads them, in one place
+//! (`fastjson::from_json`): missing fields take Java's defaults, unknown fields are ignored,
+//! numbers may come inside strings, and integer map keys may be unquoted. Called by broker and
+//! name-server handlers, config-file persistence and the load generator.
 
 mod fastjson;
 mod register_compressed;
@@ -39,6 +42,7 @@ pub struct DataVersion {
     pub timestamp: i64,
 }
 
+/// Java's `TopicFilterType`, in its declaration order (ordinals index it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TopicFilterType {
@@ -141,6 +145,8 @@ pub struct ClusterInfo {
     pub cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
 }
 
+/// Java's `ConsumeType`, in its declaration order (ordinals index it). The C++ client 2.1
+/// declares only the first two, in the same order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ConsumeType {
@@ -154,6 +160,8 @@ pub enum ConsumeType {
     Unknown,
 }
 
+/// Java's `MessageModel`, in its declaration order (ordinals index it; the C++ client's is the
+/// same).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum MessageModel {
@@ -164,6 +172,8 @@ pub enum MessageModel {
     Unknown,
 }
 
+/// Java's `ConsumeFromWhere`, in its declaration order, deprecated values included (ordinals
+/// index it; the C++ client's is the same).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ConsumeFromWhere {

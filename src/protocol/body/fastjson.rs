@@ -1,10 +1,23 @@
 //! JSON entry points for bodies: a lenient reader and the strict and legacy writers.
 //!
-//! fastjson 1.x writes integer map keys unquoted (`{0:"10.0.0.1:10911"}`), which is not JSON.
-//! `from_json` first tries serde_json as is and, only if that fails, quotes bare numeric keys
-//! (outside string literals, in key position only) and tries again. `to_fastjson_legacy`
-//! produces that legacy form exactly: integer-typed keys unquoted, string keys quoted, so a
-//! topic named "123" stays quoted.
+//! `from_json` reads what fastjson (the JSON library of RocketMQ's Java broker) reads, so a
+//! body any client's Java broker accepts is accepted here too, for every body type at once.
+//! It first tries serde_json as is; only if that fails does it take the slow path:
+//!
+//! - fastjson 1.x writes integer map keys unquoted (`{0:"10.0.0.1:10911"}`), which is not
+//!   JSON: bare numeric keys are quoted (outside string literals, in key position only);
+//! - the text is then read into a `serde_json::Value` and the body type is deserialized from
+//!   that tree through [`Lenient`], which accepts what fastjson's typed fields accept: an enum
+//!   as its Java name or its ordinal (index in the Java enum's declaration order, which the
+//!   Rust enums keep), an integer or float inside a string (`"subVersion":"1796423541740"`,
+//!   as the C++ client 2.1 writes it), a boolean as `"true"`/`"false"` or `1`/`0`, and a
+//!   number or boolean where a string is expected.
+//!
+//! Unknown fields are ignored and missing ones take the type's defaults (the body structs'
+//! `#[serde(default)]`). `to_fastjson_legacy` produces fastjson's legacy form exactly:
+//! integer-typed keys unquoted, string keys quoted, so a topic named "123" stays quoted.
+
+mod lenient;
 
 use std::io;
 
@@ -13,17 +26,25 @@ use serde::Serialize;
 use serde_json::ser::{CharEscape, CompactFormatter, Formatter};
 
 use crate::protocol::ProtocolError;
+use lenient::Lenient;
 
-/// Parses a body, tolerating fastjson's unquoted numeric map keys.
+/// Parses a body as fastjson would (see the module doc): strict JSON first, then the lenient
+/// reading of fastjson's forms.
 pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ProtocolError> {
-    match serde_json::from_slice(bytes) {
-        Ok(v) => Ok(v),
-        Err(first) => match quote_numeric_keys(bytes) {
-            Some(fixed) => serde_json::from_slice(&fixed)
-                .map_err(|e| ProtocolError::BadBody(format!("JSON body: {e}"))),
-            None => Err(ProtocolError::BadBody(format!("JSON body: {first}"))),
-        },
-    }
+    let strict_err = match serde_json::from_slice(bytes) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let quoted = quote_numeric_keys(bytes);
+    let tree: serde_json::Value = match &quoted {
+        Some(fixed) => serde_json::from_slice(fixed).map_err(bad_body)?,
+        None => serde_json::from_slice(bytes).map_err(|_| bad_body(strict_err))?,
+    };
+    T::deserialize(Lenient(&tree)).map_err(bad_body)
+}
+
+fn bad_body(e: serde_json::Error) -> ProtocolError {
+    ProtocolError::BadBody(format!("JSON body: {e}"))
 }
 
 /// Strict JSON (quoted keys): what clients with version >= V4_9_4 get, and what we persist.

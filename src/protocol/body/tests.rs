@@ -187,13 +187,137 @@ fn register_body_and_cluster_info() {
 /// Malformed bodies are BadBody, whether or not the quoting fallback runs.
 #[test]
 fn bad_bodies() {
-    for bad in [&b""[..], b"{", b"{0:}", b"{\"clientID\":5}", b"{0:\"a\""] {
+    for bad in [&b""[..], b"{", b"{0:}", b"{\"clientID\":[5]}", b"{0:\"a\""] {
         assert!(
             matches!(
                 from_json::<HeartbeatData>(bad),
                 Err(ProtocolError::BadBody(_))
             ),
             "{:?}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+}
+
+/// The consumer heartbeat the C++ client 2.1 really sends (enum ordinals, `subVersion` as a
+/// string, no `expressionType`, tags only when subscribed by tag) reads as the Java one would.
+#[test]
+fn parses_cpp_client_heartbeat() {
+    let json = br#"{"clientID":"127.0.0.1@21180#DEFAULT","consumerDataSet":[{"consumeFromWhere":0,"consumeType":1,"groupName":"CG_EXP1","messageModel":1,"subscriptionDataSet":[{"subString":"*","subVersion":"1796427476064","topic":"%RETRY%CG_EXP1"},{"codeSet":[2598919,2598920],"subString":"TagA || TagB","subVersion":"1796427476065","tagsSet":["TagA","TagB"],"topic":"TopicExp1"}]}],"producerDataSet":[{"groupName":"PG_EXP1"}]}"#;
+    let hb: HeartbeatData = from_json(json).unwrap();
+    assert_eq!(hb.client_id, "127.0.0.1@21180#DEFAULT");
+    assert_eq!(hb.producer_data_set[0].group_name, "PG_EXP1");
+    let c = &hb.consumer_data_set[0];
+    assert_eq!(c.group_name, "CG_EXP1");
+    assert_eq!(c.consume_type, ConsumeType::ConsumePassively);
+    assert_eq!(c.message_model, MessageModel::Clustering);
+    assert_eq!(
+        c.consume_from_where,
+        ConsumeFromWhere::ConsumeFromLastOffset
+    );
+    let retry = &c.subscription_data_set[0];
+    assert_eq!(retry.sub_version, 1_796_427_476_064);
+    assert_eq!(retry.expression_type, EXPRESSION_TYPE_TAG);
+    assert_eq!(retry.sub_string, SUB_ALL);
+    let tagged = &c.subscription_data_set[1];
+    assert_eq!(tagged.sub_version, 1_796_427_476_065);
+    assert_eq!(tagged.tags_set, ["TagA", "TagB"]);
+    assert_eq!(
+        tagged.code_set,
+        [java_string_hash("TagA"), java_string_hash("TagB")]
+    );
+}
+
+/// An enum ordinal reads as the variant Java declares at that index (the same order as the
+/// C++ client's enums); past the end it is `Unknown`, as an unknown name is.
+#[test]
+fn enum_ordinals_follow_java_declaration_order() {
+    let consume_type = ["CONSUME_ACTIVELY", "CONSUME_PASSIVELY", "CONSUME_POP"];
+    let message_model = ["BROADCASTING", "CLUSTERING"];
+    let consume_from_where = [
+        "CONSUME_FROM_LAST_OFFSET",
+        "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+        "CONSUME_FROM_MIN_OFFSET",
+        "CONSUME_FROM_MAX_OFFSET",
+        "CONSUME_FROM_FIRST_OFFSET",
+        "CONSUME_FROM_TIMESTAMP",
+    ];
+    let consumer = |field: &str, value: String| -> ConsumerData {
+        from_json(format!(r#"{{"{field}":{value}}}"#).as_bytes()).unwrap()
+    };
+    for (field, names) in [
+        ("consumeType", &consume_type[..]),
+        ("messageModel", &message_model[..]),
+        ("consumeFromWhere", &consume_from_where[..]),
+    ] {
+        for (ordinal, name) in names.iter().enumerate() {
+            let by_ordinal = consumer(field, ordinal.to_string());
+            let by_name = consumer(field, format!("\"{name}\""));
+            assert_eq!(by_ordinal, by_name, "{field} {ordinal} is {name}");
+            let written = String::from_utf8(to_json(&by_ordinal)).unwrap();
+            assert!(
+                written.contains(&format!("\"{field}\":\"{name}\"")),
+                "{field} {ordinal} must be {name}: {written}"
+            );
+        }
+        let past_end = consumer(field, names.len().to_string());
+        assert!(
+            format!("{past_end:?}").contains("Unknown"),
+            "{field} {}: {past_end:?}",
+            names.len()
+        );
+    }
+    for (ordinal, want) in [
+        (0, TopicFilterType::SingleTag),
+        (1, TopicFilterType::MultiTag),
+    ] {
+        let tc: TopicConfig =
+            from_json(format!(r#"{{"topicFilterType":{ordinal}}}"#).as_bytes()).unwrap();
+        assert_eq!(tc.topic_filter_type, want);
+    }
+}
+
+/// Numbers inside strings (fields and integer map keys, with or without fastjson's bare keys),
+/// booleans as strings or 0/1, and numbers where text is expected read as fastjson reads them.
+#[test]
+fn scalars_typed_as_fastjson_types_them() {
+    let dv: DataVersion =
+        from_json(br#"{"counter":"5","stateVersion":"-2","timestamp":9}"#).unwrap();
+    assert_eq!((dv.counter, dv.state_version, dv.timestamp), (5, -2, 9));
+    let g: SubscriptionGroupConfig = from_json(
+        br#"{"groupName":"g","consumeEnable":"false","consumeBroadcastEnable":0,"consumeMessageOrderly":"true","retryMaxTimes":"3"}"#,
+    )
+    .unwrap();
+    assert!(!g.consume_enable && !g.consume_broadcast_enable && g.consume_message_orderly);
+    assert_eq!(g.retry_max_times, 3);
+    let o: ConsumerOffsetSerializeWrapper =
+        from_json(br#"{"offsetTable":{"T@g":{0:"12","1":7}}}"#).unwrap();
+    assert_eq!(o.offset_table["T@g"], [(0, 12), (1, 7)].into());
+    let p: ProducerData = from_json(br#"{"groupName":42}"#).unwrap();
+    assert_eq!(p.group_name, "42");
+    let hb: HeartbeatData = from_json(br#"{"clientID":"c","withoutSub":"true"}"#).unwrap();
+    assert!(hb.without_sub);
+}
+
+/// Leniency stops where fastjson's does: text that is not a number, a negative ordinal, a
+/// boolean spelled otherwise, and an object where a list is expected are still BadBody.
+#[test]
+fn lenient_reading_still_rejects() {
+    for bad in [
+        &br#"{"heartbeatFingerprint":"12abc"}"#[..],
+        br#"{"heartbeatFingerprint":" 12"}"#,
+        br#"{"consumerDataSet":[{"consumeType":-1}]}"#,
+        br#"{"consumerDataSet":[{"consumeType":1.5}]}"#,
+        br#"{"withoutSub":"yes"}"#,
+        br#"{"withoutSub":2}"#,
+        br#"{"consumerDataSet":{"groupName":"g"}}"#,
+    ] {
+        assert!(
+            matches!(
+                from_json::<HeartbeatData>(bad),
+                Err(ProtocolError::BadBody(_))
+            ),
+            "{}",
             String::from_utf8_lossy(bad)
         );
     }
