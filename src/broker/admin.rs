@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::broker::metadata::{write_config_file, PERM_READ, PERM_WRITE};
+use crate::broker::metadata::write_config_file;
 use crate::broker::send::validate_topic;
 use crate::broker::{now_ms, BrokerError, Shard};
 use crate::protocol::body::{
@@ -68,15 +68,12 @@ pub async fn create_topic(
             h.read_queue_nums, h.write_queue_nums
         )));
     }
-    let tc = TopicConfig {
+    let mut tc = TopicConfig {
         topic_name: h.topic.clone(),
         read_queue_nums: h.read_queue_nums,
         write_queue_nums: h.write_queue_nums,
-        perm: if h.perm == 0 {
-            PERM_READ | PERM_WRITE
-        } else {
-            h.perm
-        },
+        // As Java: the requested permission as sent, 0 (neither read nor write) included.
+        perm: h.perm,
         topic_filter_type: if h.topic_filter_type.eq_ignore_ascii_case("MULTI_TAG") {
             TopicFilterType::MultiTag
         } else {
@@ -86,15 +83,28 @@ pub async fn create_topic(
         order: h.order,
         ..TopicConfig::default()
     };
+    let attributes = h.attributes;
     shard
         .mesh
         .call(0, move |s0| async move {
-            let changed = s0.meta().borrow_mut().upsert_topic(tc);
+            let changed = {
+                let mut m = s0.meta().borrow_mut();
+                let current = m.topics.get(&tc.topic_name).map(|t| &t.attributes);
+                let creating = current.is_none();
+                let empty = Default::default();
+                tc.attributes = crate::broker::topic_attributes::alter(
+                    current.unwrap_or(&empty),
+                    attributes.as_deref(),
+                    creating,
+                )?;
+                m.upsert_topic(tc)
+            };
             if changed {
                 topics_changed(&s0);
             }
+            Ok::<(), BrokerError>(())
         })
-        .await?;
+        .await??;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
 }
 
@@ -236,21 +246,13 @@ pub async fn runtime_info(
         .with_body(serde_json::to_vec(&body).unwrap_or_default()))
 }
 
-/// GET_BROKER_CONFIG: the effective configuration as Java properties text.
+/// GET_BROKER_CONFIG: every key ringmq implements with its effective value, as Java's
+/// properties text (`flushDiskType=ASYNC_FLUSH`); `listenPort` is the port actually bound.
 pub fn broker_config(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
-    let c = &shard.ctx.cfg;
-    let text = format!(
-        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nlistenPort={}\nstorePathRootDir={}\n\
-         flushDiskType={:?}\nautoCreateTopicEnable={}\n",
-        c.broker_cluster_name,
-        c.broker_name,
-        c.broker_id,
-        shard.ctx.store_host.port(),
-        c.store.store_path_root_dir.display(),
-        c.store.flush_disk_type,
-        c.auto_create_topic_enable
-    );
-    RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(text.into_bytes())
+    let mut c = shard.ctx.cfg.clone();
+    c.listen_addr.set_port(shard.ctx.store_host.port());
+    RemotingCommand::response_for(cmd, rc::SUCCESS, None)
+        .with_body(c.properties_text().into_bytes())
 }
 
 /// CHECK_CLIENT_CONFIG: TAG subscriptions are fine; SQL92 needs enablePropertyFilter.

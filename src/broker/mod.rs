@@ -24,6 +24,7 @@ pub mod send;
 pub mod shard;
 pub mod start;
 pub mod timer;
+pub mod topic_attributes;
 pub mod topic_validator;
 
 pub use error::BrokerError;
