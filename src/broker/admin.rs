@@ -1,8 +1,8 @@
 //! Topic and group administration: UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21),
-//! DELETE_TOPIC_IN_BROKER (215), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
+//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
 //! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_BROKER_RUNTIME_INFO (28), GET_BROKER_CONFIG (26),
 //! CHECK_CLIENT_CONFIG (46); and what follows any topic change on shard 0 (publish the snapshot,
-//! persist topics.json, re-register with the name servers).
+//! persist topics.json, re-register with the name servers). Topic deletion is `topic_delete`.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -105,33 +105,6 @@ pub async fn create_topic(
             Ok::<(), BrokerError>(())
         })
         .await??;
-    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
-}
-
-pub async fn delete_topic(
-    shard: Rc<Shard>,
-    cmd: &RemotingCommand,
-) -> Result<RemotingCommand, BrokerError> {
-    let topic = cmd
-        .ext("topic")
-        .ok_or(crate::protocol::ProtocolError::MissingField("topic"))?
-        .to_string();
-    shard
-        .mesh
-        .call(0, move |s0| async move {
-            let removed = {
-                let mut m = s0.meta().borrow_mut();
-                let r = m.topics.remove(&topic).is_some();
-                if r {
-                    crate::broker::metadata::bump(&mut m.topics_version);
-                }
-                r
-            };
-            if removed {
-                topics_changed(&s0);
-            }
-        })
-        .await?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
 }
 

@@ -3,7 +3,9 @@
 
 use std::rc::Rc;
 
-use crate::broker::{admin, clients, offsets, pull, query, retry, send, BrokerError, Shard};
+use crate::broker::{
+    admin, clients, offsets, pull, query, retry, send, topic_delete, BrokerError, Shard,
+};
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
 use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound};
@@ -57,7 +59,7 @@ impl Handler for BrokerHandler {
                     frame(offsets::get_earliest_msg_storetime(shard, &cmd).await)
                 }
                 req::UPDATE_AND_CREATE_TOPIC => frame(admin::create_topic(shard, &cmd).await),
-                req::DELETE_TOPIC_IN_BROKER => frame(admin::delete_topic(shard, &cmd).await),
+                req::DELETE_TOPIC_IN_BROKER => frame(topic_delete::delete_topic(shard, &cmd).await),
                 req::GET_ALL_TOPIC_CONFIG => frame(admin::all_topic_config(shard, &cmd).await),
                 req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
                     frame(admin::create_subscription_group(shard, &cmd).await)

@@ -25,6 +25,7 @@ pub mod shard;
 pub mod start;
 pub mod timer;
 pub mod topic_attributes;
+pub mod topic_delete;
 pub mod topic_validator;
 
 pub use error::BrokerError;

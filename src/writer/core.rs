@@ -226,6 +226,10 @@ impl WriterCore {
             };
             let req = match first {
                 Msg::Append(r) => r,
+                Msg::DropTopic { topic, done } => {
+                    self.drop_topic(&topic, done);
+                    continue;
+                }
                 Msg::Shutdown => return self.clean_shutdown(&rx),
                 Msg::Abandon => return Ok(()),
             };
@@ -252,11 +256,19 @@ impl WriterCore {
             match stop {
                 Some(Msg::Shutdown) => return self.clean_shutdown(&rx),
                 Some(Msg::Abandon) => return Ok(()),
+                Some(Msg::DropTopic { topic, done }) => self.drop_topic(&topic, done),
                 _ => {}
             }
             self.tick();
             tick_at = Instant::now() + self.next_tick_in();
         }
+    }
+
+    /// Topic deletion: the topic's queues start again at offset 0. Appends received before
+    /// this message were processed first, so their offsets are the old ones.
+    fn drop_topic(&mut self, topic: &str, done: Box<dyn FnOnce() + Send>) {
+        self.queue_offsets.remove(topic);
+        done();
     }
 
     fn validate(&self, req: &AppendRequest) -> Result<(), StoreError> {
