@@ -1,17 +1,16 @@
 //! Topic and group administration: UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21),
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
-//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_BROKER_RUNTIME_INFO (28), GET_BROKER_CONFIG (26),
+//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_BROKER_CONFIG (26),
 //! CHECK_CLIENT_CONFIG (46); and what follows any topic change on shard 0 (publish the snapshot,
-//! persist topics.json, re-register with the name servers). Topic deletion is `topic_delete`.
+//! persist topics.json, re-register with the name servers). Topic deletion is `topic_delete`,
+//! GET_BROKER_RUNTIME_INFO `stats`.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::broker::metadata::write_config_file;
 use crate::broker::send::validate_topic;
-use crate::broker::{now_ms, BrokerError, Shard};
+use crate::broker::{BrokerError, Shard};
 use crate::protocol::body::{
     self, CheckClientRequestBody, SubscriptionGroupConfig, TopicConfig,
     TopicConfigSerializeWrapper, TopicFilterType,
@@ -164,59 +163,6 @@ pub async fn all_subscription_groups(
         )
         .await?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(bytes))
-}
-
-/// GET_BROKER_RUNTIME_INFO: `{"table":{...}}` of string figures, as RocketMQ's admin tools read.
-pub async fn runtime_info(
-    shard: Rc<Shard>,
-    cmd: &RemotingCommand,
-) -> Result<RemotingCommand, BrokerError> {
-    let mut table = BTreeMap::new();
-    let w = &shard.ctx.writer;
-    table.insert(
-        "commitLogMaxOffset".to_string(),
-        w.max_phy_offset().to_string(),
-    );
-    table.insert(
-        "commitLogMinOffset".to_string(),
-        w.min_phy_offset().to_string(),
-    );
-    table.insert("putTps".to_string(), "0".to_string());
-    table.insert("brokerVersion".to_string(), "479".to_string());
-    table.insert(
-        "brokerVersionDesc".to_string(),
-        "V5_3_3 (ringmq)".to_string(),
-    );
-    table.insert(
-        "bootTimestamp".to_string(),
-        shard.ctx.started_ms.to_string(),
-    );
-    table.insert(
-        "runtime".to_string(),
-        format!("[ {} ms ]", now_ms() - shard.ctx.started_ms),
-    );
-    table.insert("shardCount".to_string(), shard.ctx.shard_count.to_string());
-    table.insert(
-        "sendfileBytes".to_string(),
-        runtime::net::SENDFILE_BYTES
-            .load(Ordering::Relaxed)
-            .to_string(),
-    );
-    table.insert(
-        "sendfileFallbackBytes".to_string(),
-        runtime::net::SENDFILE_FALLBACK_BYTES
-            .load(Ordering::Relaxed)
-            .to_string(),
-    );
-    table.insert(
-        "onewayDropped".to_string(),
-        crate::broker::send::ONEWAY_DROPPED
-            .load(Ordering::Relaxed)
-            .to_string(),
-    );
-    let body = serde_json::json!({ "table": table });
-    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None)
-        .with_body(serde_json::to_vec(&body).unwrap_or_default()))
 }
 
 /// GET_BROKER_CONFIG: every key ringmq implements with its effective value, as Java's

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use crate::broker::{
-    admin, clients, offsets, pull, query, retry, send, topic_delete, BrokerError, Shard,
+    admin, clients, offsets, pull, query, retry, send, stats, topic_delete, BrokerError, Shard,
 };
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
@@ -67,7 +67,7 @@ impl Handler for BrokerHandler {
                 req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
                     frame(admin::all_subscription_groups(shard, &cmd).await)
                 }
-                req::GET_BROKER_RUNTIME_INFO => frame(admin::runtime_info(shard, &cmd).await),
+                req::GET_BROKER_RUNTIME_INFO => frame(stats::runtime_info(shard, &cmd).await),
                 req::GET_BROKER_CONFIG => frame(Ok(admin::broker_config(&shard, &cmd))),
                 req::CHECK_CLIENT_CONFIG => frame(admin::check_client_config(&shard, &cmd)),
                 _ => {
