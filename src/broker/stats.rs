@@ -7,8 +7,9 @@
 //! writer dispatched (`Shard::on_dispatch`), gets where a pull looks its queue up (found or
 //! missed, and the messages returned). Shard 0 samples the sums every second into a bounded
 //! window of `SAMPLES_MAX` + 1 samples (Java's 10-minute window) and computes the 10 s, 60 s
-//! and 600 s rates from it on request; it also keeps the day totals (`msgPutTotalTodayMorning`
-//! and the like), turning the day over at UTC midnight where Java uses local midnight.
+//! and 600 s rates from it on request, with the disk usage it measured last; it also keeps the
+//! day totals (`msgPutTotalTodayMorning` and the like), turning the day over at UTC midnight
+//! where Java uses local midnight.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
@@ -108,6 +109,9 @@ pub struct Sampler {
     put_yesterday_morning: u64,
     get_today_morning: u64,
     get_yesterday_morning: u64,
+    /// Used share of the store's filesystem (0..1, Java's `getDiskPartitionSpaceUsedPercent`);
+    /// None until measured or when statvfs fails (then -1 is reported).
+    disk_ratio: Option<f64>,
 }
 
 impl Sampler {
@@ -157,11 +161,20 @@ thread_local! {
     static SAMPLER: RefCell<Sampler> = RefCell::new(Sampler::default());
 }
 
-/// Shard 0: samples the counters every second while the broker runs.
+/// Shard 0: samples the counters and the store's disk usage (statvfs, on a helper thread)
+/// every second while the broker runs, so a request reads them without waiting.
 pub async fn run_sampler(s0: Rc<Shard>) {
     while !s0.stopping.get() {
         let s = s0.ctx.stats.sum(now_ms());
         SAMPLER.with(|x| x.borrow_mut().record(s));
+        let root = s0.ctx.cfg.store.store_path_root_dir.clone();
+        let disk =
+            runtime::spawn_blocking(move || crate::store::retention::disk_usage(&root)).await;
+        let ratio = match disk {
+            Ok(d) if d.total_bytes > 0 => Some(d.used_bytes as f64 / d.total_bytes as f64),
+            _ => None,
+        };
+        SAMPLER.with(|x| x.borrow_mut().disk_ratio = ratio);
         runtime::sleep(SAMPLE_PERIOD).await;
     }
 }
@@ -200,6 +213,14 @@ fn sampled_figures(s0: &Shard) -> BTreeMap<String, String> {
             "msgGetTotalYesterdayMorning".into(),
             x.get_yesterday_morning.to_string(),
         );
+        let ratio = format!("{:?}", x.disk_ratio.unwrap_or(-1.0));
+        let path = s0.ctx.cfg.store.commit_log_dir();
+        t.insert(
+            format!("commitLogDiskRatio_{}", path.display()),
+            ratio.clone(),
+        );
+        t.insert("commitLogDiskRatio".into(), ratio.clone());
+        t.insert("consumeQueueDiskRatio".into(), ratio);
         t
     })
 }
@@ -231,30 +252,19 @@ pub async fn runtime_info(
     shard: Rc<Shard>,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, BrokerError> {
-    let mut t = shard
-        .mesh
-        .call(0, |s0| async move { sampled_figures(&s0) })
-        .await?;
-    let root = shard.ctx.cfg.store.store_path_root_dir.clone();
-    let disk = runtime::spawn_blocking(move || crate::store::retention::disk_usage(&root)).await;
-    let ratio = match disk {
-        Ok(d) if d.total_bytes > 0 => d.used_bytes as f64 / d.total_bytes as f64,
-        _ => -1.0,
+    // Answered at once on shard 0 (no hop, nothing awaited), like any other small request.
+    let mut t = if shard.id == 0 {
+        sampled_figures(&shard)
+    } else {
+        shard
+            .mesh
+            .call(0, |s0| async move { sampled_figures(&s0) })
+            .await?
     };
     let w = &shard.ctx.writer;
-    let cfg = &shard.ctx.cfg;
     let mut put = |k: &str, v: String| {
         t.insert(k.to_string(), v);
     };
-    put("commitLogDiskRatio", format!("{ratio:?}"));
-    put(
-        &format!(
-            "commitLogDiskRatio_{}",
-            cfg.store.commit_log_dir().display()
-        ),
-        format!("{ratio:?}"),
-    );
-    put("consumeQueueDiskRatio", format!("{ratio:?}"));
     put("commitLogMaxOffset", w.max_phy_offset().to_string());
     put("commitLogMinOffset", w.min_phy_offset().to_string());
     put(
