@@ -340,3 +340,89 @@ fn send_back_origin_id_is_the_stored_record() {
         Some(msg_id.as_str())
     );
 }
+
+/// Without `brokerIP1` the broker announces the host's address as Java picks it (not
+/// loopback, on a host that has another address) in its config and msg ids, and one start-up
+/// warning names the ignored keys: those ringmq does not implement and the unknown ones.
+#[test]
+fn default_broker_ip_and_ignored_keys_warning() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    /// Kills the broker however the test ends.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .args([
+            "serve",
+            "--namesrv-listen",
+            "127.0.0.1:0",
+            "--broker-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--store-dir")
+        .arg(dir.path())
+        .args(["-o", "mappedFileSizeCommitLog=16777216"])
+        .args([
+            "-o",
+            "aclEnable=true",
+            "-o",
+            "brokerRole=ASYNC_MASTER",
+            "-o",
+            "noSuchKey=1",
+        ])
+        .env("RINGMQ_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ringmq");
+    let stderr = child.stderr.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _reap = Reap(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut broker = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("stdout");
+        if let Some(a) = line.strip_prefix("broker listening on ") {
+            broker = Some(a.trim().parse::<std::net::SocketAddr>().unwrap());
+            break;
+        }
+    }
+    let broker = broker.expect("ringmq printed its broker address");
+    let warning = rx
+        .iter()
+        .find(|l| l.contains("configuration keys ignored"))
+        .expect("a warning about ignored keys");
+    assert!(
+        warning.contains("not implemented by ringmq: aclEnable, brokerRole"),
+        "{warning}"
+    );
+    assert!(warning.contains("unknown: noSuchKey"), "{warning}");
+    let mut c = Conn::connect(broker);
+    let r = c.call(RemotingCommand::new_request(
+        request_code::GET_BROKER_CONFIG,
+    ));
+    let text = String::from_utf8(r.body.to_vec()).unwrap();
+    let expected = ringmq::config::local_address::local_address();
+    assert!(
+        text.lines().any(|l| l == format!("brokerIP1={expected}")),
+        "{text}"
+    );
+    let r = c.call(send_cmd("IpT", 0, b"x", ""));
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let id = r.ext("msgId").unwrap();
+    if let std::net::IpAddr::V4(v4) = expected {
+        let hex: String = v4.octets().iter().map(|o| format!("{o:02X}")).collect();
+        assert!(id.starts_with(&hex), "msgId {id} names {expected}");
+    }
+}
