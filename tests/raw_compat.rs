@@ -257,7 +257,7 @@ fn runtime_info_has_java_keys_and_real_rates() {
 }
 
 /// A created topic keeps its 5.x attributes (signs stripped) and perm 0 as sent: such a topic
-/// refuses sends. Malformed attributes are refused.
+/// refuses sends. Malformed attributes, and changes to a system topic, are refused.
 #[test]
 fn create_topic_keeps_attributes_and_perm_zero() {
     let b = RawBroker::start(&[]);
@@ -268,6 +268,9 @@ fn create_topic_keeps_attributes_and_perm_zero() {
     assert_eq!(r.code, 0, "{:?}", r.remark);
     let r = create_topic(&mut c, "BadAttrT", 6, "SINGLE_TAG", "message.type=FIFO");
     assert_eq!(r.code, response_code::INVALID_PARAMETER, "{:?}", r.remark);
+    // The broker's own topics are not an admin's to change (Java's validateSystemTopicWhenUpdateTopic).
+    let r = create_topic(&mut c, "TBW102", 0, "SINGLE_TAG", "");
+    assert_eq!(r.code, response_code::INVALID_PARAMETER, "{:?}", r.remark);
     let r = c.call(RemotingCommand::new_request(
         request_code::GET_ALL_TOPIC_CONFIG,
     ));
@@ -276,6 +279,7 @@ fn create_topic_keeps_attributes_and_perm_zero() {
     assert_eq!(table["AttrT"]["attributes"]["message.type"], "FIFO", "{v}");
     assert_eq!(table["ClosedT"]["perm"], 0, "{v}");
     assert!(table["BadAttrT"].is_null(), "{v}");
+    assert_eq!(table["TBW102"]["perm"], 7, "{v}");
     let r = c.call(send_cmd("ClosedT", 0, b"x", ""));
     assert_eq!(r.code, response_code::NO_PERMISSION, "{:?}", r.remark);
 }

@@ -61,6 +61,14 @@ pub async fn create_topic(
 ) -> Result<RemotingCommand, BrokerError> {
     let h = CreateTopicRequestHeader::from_command(cmd)?;
     validate_topic(&h.topic)?;
+    // Java's `validateSystemTopicWhenUpdateTopic` (on by default): the broker's own topics are
+    // not an admin's to create or change.
+    if crate::broker::topic_validator::is_system_topic(&h.topic) {
+        return Err(BrokerError::InvalidParameter(format!(
+            "The topic[{}] is conflict with system topic.",
+            h.topic
+        )));
+    }
     if h.read_queue_nums <= 0 || h.write_queue_nums <= 0 || h.read_queue_nums > 1024 {
         return Err(BrokerError::InvalidParameter(format!(
             "invalid queue numbers read={} write={}",
