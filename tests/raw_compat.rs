@@ -430,3 +430,77 @@ fn default_broker_ip_and_ignored_keys_warning() {
         assert!(id.starts_with(&hex), "msgId {id} names {expected}");
     }
 }
+
+/// Deleting a topic spread over three shards removes every queue's units, files and consumer
+/// offsets on its owner shard, and the next sends after re-creation start at offset 0 with
+/// nothing old to pull.
+#[test]
+fn topic_deletion_reaches_every_owner_shard() {
+    let b = RawBroker::start(&["shardCount=3", "pinCores=false"]);
+    let mut c = Conn::connect(b.broker);
+    let create = |c: &mut Conn| {
+        let r = c.call(
+            RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_TOPIC)
+                .with_ext("topic", "SpreadT")
+                .with_ext("defaultTopic", "TBW102")
+                .with_ext("readQueueNums", 4)
+                .with_ext("writeQueueNums", 4)
+                .with_ext("perm", 6)
+                .with_ext("topicFilterType", "SINGLE_TAG")
+                .with_ext("order", false),
+        );
+        assert_eq!(r.code, 0, "{:?}", r.remark);
+    };
+    create(&mut c);
+    for q in 0..4 {
+        for i in 0..3 {
+            let r = c.call(send_cmd(
+                "SpreadT",
+                q,
+                format!("old-{q}-{i}").as_bytes(),
+                "",
+            ));
+            assert_eq!(r.code, 0, "{:?}", r.remark);
+        }
+        let r = c.call(
+            RemotingCommand::new_request(request_code::UPDATE_CONSUMER_OFFSET)
+                .with_ext("consumerGroup", "sg")
+                .with_ext("topic", "SpreadT")
+                .with_ext("queueId", q)
+                .with_ext("commitOffset", 3),
+        );
+        assert_eq!(r.code, 0);
+    }
+    let cq_dir = b.dir.path().join("consumequeue").join("SpreadT");
+    assert!(cq_dir.exists());
+    let r = c.call(
+        RemotingCommand::new_request(request_code::DELETE_TOPIC_IN_BROKER)
+            .with_ext("topic", "SpreadT"),
+    );
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    assert!(!cq_dir.exists(), "consume queue files left behind");
+    for q in 0..4 {
+        let r = c.call(
+            RemotingCommand::new_request(request_code::GET_MAX_OFFSET)
+                .with_ext("topic", "SpreadT")
+                .with_ext("queueId", q),
+        );
+        assert_eq!(r.ext("offset"), Some("0"), "queue {q}");
+        let r = query_offset(&mut c, "sg", "SpreadT", q);
+        assert_eq!(
+            r.code,
+            response_code::QUERY_NOT_FOUND,
+            "queue {q}: offset kept"
+        );
+    }
+    create(&mut c);
+    for q in 0..4 {
+        let r = c.call(send_cmd("SpreadT", q, format!("new-{q}").as_bytes(), ""));
+        assert_eq!(r.code, 0, "{:?}", r.remark);
+        assert_eq!(r.ext("queueOffset"), Some("0"), "queue {q}");
+        let r = c.call(pull_cmd("SpreadT", q, 0, 0));
+        assert_eq!(r.code, 0, "{:?}", r.remark);
+        let bodies: Vec<Vec<u8>> = records(&r.body).iter().map(|m| m.body.to_vec()).collect();
+        assert_eq!(bodies, vec![format!("new-{q}").into_bytes()], "queue {q}");
+    }
+}
