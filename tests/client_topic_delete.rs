@@ -55,6 +55,8 @@ async fn bodies(ns: &str, group: &str, topic: &str, want: usize) -> Vec<String> 
     got.iter().map(|r| r.body_str()).collect()
 }
 
+/// A topic deleted and created again holds only what was sent after, for old and new groups,
+/// before and after a restart.
 #[test]
 fn deleted_topic_comes_back_empty() {
     let mut broker = Broker::start();

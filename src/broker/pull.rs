@@ -329,7 +329,8 @@ fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
     ans
 }
 
-/// The store lookup outcome table of PROTOCOL.md 2.4.
+/// The store lookup and its outcome (the GetMessageStatus cases of Java's
+/// DefaultMessageStore.getMessage).
 fn lookup_uncounted(s: &Shard, q: &PullQuery) -> PullAnswer {
     let (min, max) = s.queue_bounds(&q.topic, q.queue_id);
     let (min, max) = (min as i64, max as i64);
