@@ -432,16 +432,16 @@ fn default_broker_ip_and_ignored_keys_warning() {
 }
 
 /// Deleting a topic spread over three shards removes every queue's units, files and consumer
-/// offsets on its owner shard, and the next sends after re-creation start at offset 0 with
-/// nothing old to pull.
+/// offsets on its owner shard, and the POP retry topic of a group with offsets on it (not
+/// another group's); the next sends after re-creation start at offset 0 with nothing old.
 #[test]
 fn topic_deletion_reaches_every_owner_shard() {
     let b = RawBroker::start(&["shardCount=3", "pinCores=false"]);
     let mut c = Conn::connect(b.broker);
-    let create = |c: &mut Conn| {
+    let create_named = |c: &mut Conn, topic: &str| {
         let r = c.call(
             RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_TOPIC)
-                .with_ext("topic", "SpreadT")
+                .with_ext("topic", topic)
                 .with_ext("defaultTopic", "TBW102")
                 .with_ext("readQueueNums", 4)
                 .with_ext("writeQueueNums", 4)
@@ -451,7 +451,11 @@ fn topic_deletion_reaches_every_owner_shard() {
         );
         assert_eq!(r.code, 0, "{:?}", r.remark);
     };
+    let create = |c: &mut Conn| create_named(c, "SpreadT");
     create(&mut c);
+    // POP retry topics (Java's V1 naming, %RETRY%<group>_<topic>): sg has offsets, og none.
+    create_named(&mut c, "%RETRY%sg_SpreadT");
+    create_named(&mut c, "%RETRY%og_SpreadT");
     for q in 0..4 {
         for i in 0..3 {
             let r = c.call(send_cmd(
@@ -479,6 +483,14 @@ fn topic_deletion_reaches_every_owner_shard() {
     );
     assert_eq!(r.code, 0, "{:?}", r.remark);
     assert!(!cq_dir.exists(), "consume queue files left behind");
+    let r = c.call(RemotingCommand::new_request(
+        request_code::GET_ALL_TOPIC_CONFIG,
+    ));
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let table = &v["topicConfigTable"];
+    assert!(table["SpreadT"].is_null(), "{v}");
+    assert!(table["%RETRY%sg_SpreadT"].is_null(), "{v}");
+    assert!(table["%RETRY%og_SpreadT"].is_object(), "{v}");
     for q in 0..4 {
         let r = c.call(
             RemotingCommand::new_request(request_code::GET_MAX_OFFSET)
