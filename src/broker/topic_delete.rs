@@ -5,10 +5,11 @@
 //! their next queue offsets, so a topic created again under the same name starts empty at 0.
 //!
 //! Order per topic: shard 0 drops the config (publishes, persists, re-registers); the writer
-//! forgets the queue offsets after the appends already in its inbox; then every shard drops
-//! the queues and offsets it owns, wakes the pulls parked on them, and removes the queue
-//! files on a helper thread. Under SYNC_FLUSH a batch written before the drop may still be
-//! dispatched after it and reopen a queue with old offsets; Java has the same window.
+//! forgets the queue offsets and reports back once every unit written before is dispatched
+//! (under SYNC_FLUSH behind the group commit); then every shard drops the queues and offsets
+//! it owns, wakes the pulls parked on them, and removes the queue files on a helper thread.
+//! Sends racing with the deletion may still store into the topic (and re-create it from
+//! TBW102 when auto-creation is on), as on Java.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
