@@ -202,7 +202,9 @@ start_ringmq() { # flush tag
   wait_ports_free
   STORE=$(mktemp -d /tmp/ringmq-bench-ringmq.XXXXXX)
   # Same disk threshold as the peer's toml (see start_peer).
-  local opts=(-o diskMaxUsedSpaceRatio=95)
+  # brokerIP1: the routes name loopback, where the load generator connects (the default is
+  # the host's address).
+  local opts=(-o diskMaxUsedSpaceRatio=95 -o brokerIP1=127.0.0.1)
   [[ $flush == SYNC_FLUSH ]] && opts+=(-o flushDiskType=SYNC_FLUSH)
   "$RINGMQ" serve --store-dir "$STORE/store" "${opts[@]}" >"$RESULTS/logs/$tag-ringmq.log" 2>&1 &
   BROKER_PID=$!

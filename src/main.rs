@@ -100,6 +100,9 @@ fn broker_config(a: &BrokerArgs) -> Result<BrokerConfig, String> {
         cfg.set(k.trim(), v.trim()).map_err(|e| e.to_string())?;
     }
     cfg.validate().map_err(|e| e.to_string())?;
+    if let Some(w) = cfg.ignored_keys_warning() {
+        tracing::warn!("{w}");
+    }
     Ok(cfg)
 }
 

@@ -193,6 +193,7 @@ pub fn create_topic(
         topic_filter_type: "SINGLE_TAG".to_owned(),
         topic_sys_flag: 0,
         order: false,
+        attributes: None,
     }
     .write_to(&mut req);
     let resp = conn.call(&req)?;

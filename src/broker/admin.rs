@@ -1,17 +1,16 @@
 //! Topic and group administration: UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21),
-//! DELETE_TOPIC_IN_BROKER (215), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
-//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_BROKER_RUNTIME_INFO (28), GET_BROKER_CONFIG (26),
+//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
+//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_BROKER_CONFIG (26),
 //! CHECK_CLIENT_CONFIG (46); and what follows any topic change on shard 0 (publish the snapshot,
-//! persist topics.json, re-register with the name servers).
+//! persist topics.json, re-register with the name servers). Topic deletion is `topic_delete`,
+//! GET_BROKER_RUNTIME_INFO `stats`.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::broker::metadata::{write_config_file, PERM_READ, PERM_WRITE};
+use crate::broker::metadata::write_config_file;
 use crate::broker::send::validate_topic;
-use crate::broker::{now_ms, BrokerError, Shard};
+use crate::broker::{BrokerError, Shard};
 use crate::protocol::body::{
     self, CheckClientRequestBody, SubscriptionGroupConfig, TopicConfig,
     TopicConfigSerializeWrapper, TopicFilterType,
@@ -62,21 +61,26 @@ pub async fn create_topic(
 ) -> Result<RemotingCommand, BrokerError> {
     let h = CreateTopicRequestHeader::from_command(cmd)?;
     validate_topic(&h.topic)?;
+    // Java's `validateSystemTopicWhenUpdateTopic` (on by default): the broker's own topics are
+    // not an admin's to create or change.
+    if crate::broker::topic_validator::is_system_topic(&h.topic) {
+        return Err(BrokerError::InvalidParameter(format!(
+            "The topic[{}] is conflict with system topic.",
+            h.topic
+        )));
+    }
     if h.read_queue_nums <= 0 || h.write_queue_nums <= 0 || h.read_queue_nums > 1024 {
         return Err(BrokerError::InvalidParameter(format!(
             "invalid queue numbers read={} write={}",
             h.read_queue_nums, h.write_queue_nums
         )));
     }
-    let tc = TopicConfig {
+    let mut tc = TopicConfig {
         topic_name: h.topic.clone(),
         read_queue_nums: h.read_queue_nums,
         write_queue_nums: h.write_queue_nums,
-        perm: if h.perm == 0 {
-            PERM_READ | PERM_WRITE
-        } else {
-            h.perm
-        },
+        // As Java: the requested permission as sent, 0 (neither read nor write) included.
+        perm: h.perm,
         topic_filter_type: if h.topic_filter_type.eq_ignore_ascii_case("MULTI_TAG") {
             TopicFilterType::MultiTag
         } else {
@@ -86,42 +90,28 @@ pub async fn create_topic(
         order: h.order,
         ..TopicConfig::default()
     };
+    let attributes = h.attributes;
     shard
         .mesh
         .call(0, move |s0| async move {
-            let changed = s0.meta().borrow_mut().upsert_topic(tc);
+            let changed = {
+                let mut m = s0.meta().borrow_mut();
+                let current = m.topics.get(&tc.topic_name).map(|t| &t.attributes);
+                let creating = current.is_none();
+                let empty = Default::default();
+                tc.attributes = crate::broker::topic_attributes::alter(
+                    current.unwrap_or(&empty),
+                    attributes.as_deref(),
+                    creating,
+                )?;
+                m.upsert_topic(tc)
+            };
             if changed {
                 topics_changed(&s0);
             }
+            Ok::<(), BrokerError>(())
         })
-        .await?;
-    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
-}
-
-pub async fn delete_topic(
-    shard: Rc<Shard>,
-    cmd: &RemotingCommand,
-) -> Result<RemotingCommand, BrokerError> {
-    let topic = cmd
-        .ext("topic")
-        .ok_or(crate::protocol::ProtocolError::MissingField("topic"))?
-        .to_string();
-    shard
-        .mesh
-        .call(0, move |s0| async move {
-            let removed = {
-                let mut m = s0.meta().borrow_mut();
-                let r = m.topics.remove(&topic).is_some();
-                if r {
-                    crate::broker::metadata::bump(&mut m.topics_version);
-                }
-                r
-            };
-            if removed {
-                topics_changed(&s0);
-            }
-        })
-        .await?;
+        .await??;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
 }
 
@@ -183,74 +173,13 @@ pub async fn all_subscription_groups(
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(bytes))
 }
 
-/// GET_BROKER_RUNTIME_INFO: `{"table":{...}}` of string figures, as RocketMQ's admin tools read.
-pub async fn runtime_info(
-    shard: Rc<Shard>,
-    cmd: &RemotingCommand,
-) -> Result<RemotingCommand, BrokerError> {
-    let mut table = BTreeMap::new();
-    let w = &shard.ctx.writer;
-    table.insert(
-        "commitLogMaxOffset".to_string(),
-        w.max_phy_offset().to_string(),
-    );
-    table.insert(
-        "commitLogMinOffset".to_string(),
-        w.min_phy_offset().to_string(),
-    );
-    table.insert("putTps".to_string(), "0".to_string());
-    table.insert("brokerVersion".to_string(), "479".to_string());
-    table.insert(
-        "brokerVersionDesc".to_string(),
-        "V5_3_3 (ringmq)".to_string(),
-    );
-    table.insert(
-        "bootTimestamp".to_string(),
-        shard.ctx.started_ms.to_string(),
-    );
-    table.insert(
-        "runtime".to_string(),
-        format!("[ {} ms ]", now_ms() - shard.ctx.started_ms),
-    );
-    table.insert("shardCount".to_string(), shard.ctx.shard_count.to_string());
-    table.insert(
-        "sendfileBytes".to_string(),
-        runtime::net::SENDFILE_BYTES
-            .load(Ordering::Relaxed)
-            .to_string(),
-    );
-    table.insert(
-        "sendfileFallbackBytes".to_string(),
-        runtime::net::SENDFILE_FALLBACK_BYTES
-            .load(Ordering::Relaxed)
-            .to_string(),
-    );
-    table.insert(
-        "onewayDropped".to_string(),
-        crate::broker::send::ONEWAY_DROPPED
-            .load(Ordering::Relaxed)
-            .to_string(),
-    );
-    let body = serde_json::json!({ "table": table });
-    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None)
-        .with_body(serde_json::to_vec(&body).unwrap_or_default()))
-}
-
-/// GET_BROKER_CONFIG: the effective configuration as Java properties text.
+/// GET_BROKER_CONFIG: every key ringmq implements with its effective value, as Java's
+/// properties text (`flushDiskType=ASYNC_FLUSH`); `listenPort` is the port actually bound.
 pub fn broker_config(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
-    let c = &shard.ctx.cfg;
-    let text = format!(
-        "brokerClusterName={}\nbrokerName={}\nbrokerId={}\nlistenPort={}\nstorePathRootDir={}\n\
-         flushDiskType={:?}\nautoCreateTopicEnable={}\n",
-        c.broker_cluster_name,
-        c.broker_name,
-        c.broker_id,
-        shard.ctx.store_host.port(),
-        c.store.store_path_root_dir.display(),
-        c.store.flush_disk_type,
-        c.auto_create_topic_enable
-    );
-    RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(text.into_bytes())
+    let mut c = shard.ctx.cfg.clone();
+    c.listen_addr.set_port(shard.ctx.store_host.port());
+    RemotingCommand::response_for(cmd, rc::SUCCESS, None)
+        .with_body(c.properties_text().into_bytes())
 }
 
 /// CHECK_CLIENT_CONFIG: TAG subscriptions are fine; SQL92 needs enablePropertyFilter.

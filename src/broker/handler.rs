@@ -4,8 +4,8 @@
 use std::rc::Rc;
 
 use crate::broker::{
-    admin, clients, offsets, pull, query, relay, reply, retry, send, transaction, BrokerError,
-    Shard,
+    admin, clients, offsets, pull, query, relay, reply, retry, send, stats, topic_delete,
+    transaction, BrokerError, Shard,
 };
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
@@ -66,7 +66,7 @@ impl Handler for BrokerHandler {
                     frame(offsets::get_earliest_msg_storetime(shard, &cmd).await)
                 }
                 req::UPDATE_AND_CREATE_TOPIC => frame(admin::create_topic(shard, &cmd).await),
-                req::DELETE_TOPIC_IN_BROKER => frame(admin::delete_topic(shard, &cmd).await),
+                req::DELETE_TOPIC_IN_BROKER => frame(topic_delete::delete_topic(shard, &cmd).await),
                 req::GET_ALL_TOPIC_CONFIG => frame(admin::all_topic_config(shard, &cmd).await),
                 req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
                     frame(admin::create_subscription_group(shard, &cmd).await)
@@ -74,7 +74,7 @@ impl Handler for BrokerHandler {
                 req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
                     frame(admin::all_subscription_groups(shard, &cmd).await)
                 }
-                req::GET_BROKER_RUNTIME_INFO => frame(admin::runtime_info(shard, &cmd).await),
+                req::GET_BROKER_RUNTIME_INFO => frame(stats::runtime_info(shard, &cmd).await),
                 req::GET_BROKER_CONFIG => frame(Ok(admin::broker_config(&shard, &cmd))),
                 req::CHECK_CLIENT_CONFIG => frame(admin::check_client_config(&shard, &cmd)),
                 req::GET_CONSUMER_RUNNING_INFO => {

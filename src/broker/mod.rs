@@ -26,7 +26,10 @@ pub mod schedule;
 pub mod send;
 pub mod shard;
 pub mod start;
+pub mod stats;
 pub mod timer;
+pub mod topic_attributes;
+pub mod topic_delete;
 pub mod topic_validator;
 pub mod transaction;
 

@@ -107,6 +107,48 @@ fn queue_id(q: i32) -> Result<u32, BrokerError> {
     u32::try_from(q).map_err(|_| BrokerError::InvalidParameter(format!("queueId {q} is negative")))
 }
 
+/// Bytes of the commit log taken to be in the page cache: `accessMessageInMemoryMaxRatio`
+/// percent of physical memory, Java's own estimate (`estimateInMemByCommitOffset`).
+fn in_memory_budget(ratio_percent: u32) -> u64 {
+    static PHYSICAL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let physical = *PHYSICAL.get_or_init(|| {
+        // SAFETY: sysconf only reads system constants.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        (pages.max(0) as u64).saturating_mul(page.max(0) as u64)
+    });
+    physical / 100 * ratio_percent as u64
+}
+
+/// Where a group with no stored offset starts (Java 5.3's `queryConsumerOffset`): at 0 only
+/// when the queue still begins at 0 and its first message is still in memory, else
+/// QUERY_NOT_FOUND (the client then applies its ConsumeFromWhere: a CONSUME_FROM_LAST_OFFSET
+/// group starts at the tail instead of replaying a large backlog).
+///
+/// Java asks the kernel whether the first message's pages are resident (mincore). ringmq uses
+/// the estimate Java applies to pulls: the message is in memory when at most `budget` bytes of
+/// the commit log were written after it (`max_phy - first_phy`). `first_phy` is None for a
+/// queue without a unit at offset 0 (empty, or trimmed).
+fn start_offset_without_stored(
+    set_zero_if_not_found: Option<bool>,
+    min: u64,
+    first_phy: Option<u64>,
+    max_phy: u64,
+    budget: u64,
+) -> Result<i64, &'static str> {
+    if set_zero_if_not_found == Some(false) {
+        return Err("Not found, do not set to zero, maybe this group boot first");
+    }
+    match first_phy {
+        Some(phy) if min == 0 && max_phy.saturating_sub(phy) <= budget => Ok(0),
+        _ => Err("Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"),
+    }
+}
+
 pub async fn query_consumer_offset(
     shard: Rc<Shard>,
     cmd: &RemotingCommand,
@@ -114,22 +156,32 @@ pub async fn query_consumer_offset(
     let h = QueryConsumerOffsetRequestHeader::from_command(cmd)?;
     let qid = queue_id(h.queue_id)?;
     let (t, g) = (h.topic.clone(), h.consumer_group.clone());
-    let (found, min) = on_owner(&shard, &h.topic, qid, move |s| {
-        (query_local(s, &t, &g, qid), s.queue_bounds(&t, qid).0)
+    let (found, min, first_phy) = on_owner(&shard, &h.topic, qid, move |s| {
+        let stored = query_local(s, &t, &g, qid);
+        let min = s.queue_bounds(&t, qid).0;
+        let first = stored
+            .is_none()
+            .then(|| s.unit_at(&t, qid, 0).map(|u| u.phy_offset))
+            .flatten();
+        (stored, min, first)
     })
     .await?;
     let offset = match found {
-        Some(o) => Some(o),
-        // RocketMQ: no stored offset but the queue still starts at 0 => consume from 0.
-        None if h.set_zero_if_not_found != Some(false) && min == 0 => Some(0),
-        None => None,
+        Some(o) => Ok(o),
+        None => start_offset_without_stored(
+            h.set_zero_if_not_found,
+            min,
+            first_phy,
+            shard.ctx.writer.max_phy_offset(),
+            in_memory_budget(shard.ctx.cfg.access_message_in_memory_max_ratio),
+        ),
     };
     match offset {
-        Some(o) => Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_ext("offset", o)),
-        None => Ok(RemotingCommand::response_for(
+        Ok(o) => Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_ext("offset", o)),
+        Err(remark) => Ok(RemotingCommand::response_for(
             cmd,
             rc::QUERY_NOT_FOUND,
-            Some("Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first".into()),
+            Some(remark.into()),
         )),
     }
 }
@@ -215,15 +267,9 @@ pub async fn get_earliest_msg_storetime(
         store_timestamp(s, u.phy_offset, u.size)
     })
     .await?;
-    match ts {
-        Some(ts) => {
-            Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_ext("timestamp", ts))
-        }
-        None => Err(BrokerError::System(format!(
-            "no message in queue {}:{}",
-            h.topic, h.queue_id
-        ))),
-    }
+    // Java (`DefaultMessageStore.getEarliestMessageTime`): -1 when the queue holds nothing.
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None)
+        .with_ext("timestamp", ts.unwrap_or(-1)))
 }
 
 /// Shard 0: gathers every shard's offsets and returns the file bytes.
@@ -246,11 +292,39 @@ pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
     file_bytes(tables)
 }
 
-/// Unused in production; keeps the HashMap import meaningful for tests.
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// A new group starts at 0 only while the queue begins at 0 with its first message within
+    /// the in-memory budget of the log's end; an empty or trimmed queue, a far first message,
+    /// or setZeroIfNotFound=false answer QUERY_NOT_FOUND.
+    #[test]
+    fn new_group_start_offset_follows_java() {
+        let mib = 1 << 20;
+        assert_eq!(
+            start_offset_without_stored(None, 0, Some(0), mib, mib),
+            Ok(0)
+        );
+        assert_eq!(
+            start_offset_without_stored(Some(true), 0, Some(10), 10 + mib, mib),
+            Ok(0)
+        );
+        assert!(start_offset_without_stored(None, 0, Some(0), mib + 1, mib).is_err());
+        assert!(start_offset_without_stored(None, 0, None, 0, mib).is_err());
+        assert!(start_offset_without_stored(None, 3, Some(0), 10, mib).is_err());
+        let e = start_offset_without_stored(Some(false), 0, Some(0), 1, mib).unwrap_err();
+        assert!(e.contains("do not set to zero"), "{e}");
+    }
+
+    /// The budget is the configured share of physical memory: none at 0 %, more at 40 %.
+    #[test]
+    fn in_memory_budget_is_a_share_of_memory() {
+        assert_eq!(in_memory_budget(0), 0);
+        assert!(in_memory_budget(40) > 64 << 20);
+        assert!(in_memory_budget(40) < in_memory_budget(100));
+    }
 
     /// The offsets file round-trips through RocketMQ's unquoted-key form and splits by owner.
     #[test]

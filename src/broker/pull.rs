@@ -322,8 +322,16 @@ pub async fn pull_on_owner(s: Rc<Shard>, q: PullQuery) -> PullAnswer {
     lookup(&s, &q)
 }
 
-/// The store lookup outcome table of PROTOCOL.md 2.4.
+/// A store lookup, counted for GET_BROKER_RUNTIME_INFO (found with its messages, or missed).
 fn lookup(s: &Shard, q: &PullQuery) -> PullAnswer {
+    let ans = lookup_uncounted(s, q);
+    s.ctx.stats.shard(s.id).add_get(ans.ranges.len() as u64);
+    ans
+}
+
+/// The store lookup and its outcome (the GetMessageStatus cases of Java's
+/// DefaultMessageStore.getMessage).
+fn lookup_uncounted(s: &Shard, q: &PullQuery) -> PullAnswer {
     let (min, max) = s.queue_bounds(&q.topic, q.queue_id);
     let (min, max) = (min as i64, max as i64);
     let mut ans = PullAnswer {

@@ -63,10 +63,16 @@ fn register_command(s0: &Shard) -> RemotingCommand {
         broker_id: cfg.broker_id,
         heartbeat_timeout_millis: Some(120_000),
         compressed: false,
-        body_crc32: crc32fast::hash(&body) as i32,
+        body_crc32: body_crc32(&body),
     }
     .write_to(&mut cmd);
     cmd.with_body(body)
+}
+
+/// The body checksum Java's name server compares against: CRC32 with the sign bit cleared
+/// (`UtilAll.crc32`). An unmasked CRC fails its check whenever the top bit is set.
+fn body_crc32(body: &[u8]) -> i32 {
+    (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
 }
 
 /// Shard 0's registration loop; never returns while the broker runs.
@@ -142,6 +148,28 @@ pub async fn unregister_all(s0: &Rc<Shard>) {
         .write_to(&mut cmd);
         if let Err(e) = invoke(&mut clients, addr, cmd).await {
             tracing::warn!(namesrv = %addr, error = %e, "unregister broker failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::body_crc32;
+
+    /// The checksum is Java's masked CRC32: never negative, equal to the CRC without its top bit.
+    #[test]
+    fn register_crc_is_masked_like_java() {
+        let bodies: Vec<Vec<u8>> = (0u32..64)
+            .map(|i| format!("{{\"n\":{i}}}").into_bytes())
+            .collect();
+        let high = bodies
+            .iter()
+            .find(|b| crc32fast::hash(b) & 0x8000_0000 != 0)
+            .expect("some body has a CRC with the top bit set");
+        assert!(body_crc32(high) >= 0);
+        assert_eq!(body_crc32(high) as u32, crc32fast::hash(high) & 0x7FFF_FFFF);
+        for b in &bodies {
+            assert_eq!(body_crc32(b) as u32, crc32fast::hash(b) & 0x7FFF_FFFF);
         }
     }
 }

@@ -69,9 +69,11 @@ pub async fn send_msg_back(
             r.born_host,
             r.reconsume_times,
             properties::parse(r.properties),
+            offset_msg_id(r.store_host, phy as i64),
         )
     };
-    let (orig_topic, body, flag, sys_flag, born_ts, born_host, reconsume, mut props) = original;
+    let (orig_topic, body, flag, sys_flag, born_ts, born_host, reconsume, mut props, stored_id) =
+        original;
     // The request's maxReconsumeTimes wins (clients send it since V3_4_9); otherwise the
     // group's retryMaxTimes, created with the broker default when the group is new.
     let max = match h.max_reconsume_times.filter(|m| *m >= 0) {
@@ -88,12 +90,16 @@ pub async fn send_msg_back(
     if !props.iter().any(|(k, _)| k == keys::RETRY_TOPIC) {
         props.push((keys::RETRY_TOPIC.into(), orig_topic.clone()));
     }
-    if !props.iter().any(|(k, _)| k == keys::ORIGIN_MESSAGE_ID) {
-        let origin = h
-            .origin_msg_id
-            .clone()
-            .unwrap_or_else(|| offset_msg_id(shard.ctx.store_host, h.offset));
-        props.push((keys::ORIGIN_MESSAGE_ID.into(), origin));
+    // Java keeps a non-blank ORIGIN_MESSAGE_ID and otherwise names the stored record itself
+    // (its store host and offset), whatever id the request carries.
+    let origin_blank = props
+        .iter()
+        .rev()
+        .find(|(k, _)| k == keys::ORIGIN_MESSAGE_ID)
+        .is_none_or(|(_, v)| v.trim().is_empty());
+    if origin_blank {
+        props.retain(|(k, _)| k != keys::ORIGIN_MESSAGE_ID);
+        props.push((keys::ORIGIN_MESSAGE_ID.into(), stored_id));
     }
     props.retain(|(k, _)| k != keys::DELAY);
     if !to_dlq {

@@ -20,7 +20,9 @@ use crate::constants::MAX_BATCH_MESSAGES;
 use crate::protocol::batch::decode_batch_ref;
 use crate::protocol::body::TopicConfig;
 use crate::protocol::codes::response_code as rc;
-use crate::protocol::headers::{SendMessageRequestHeader, SendMessageResponseHeader};
+use crate::protocol::headers::{
+    SendMessageRequestHeader, SendMessageResponseHeader, DEFAULT_REGION,
+};
 use crate::protocol::java_hash::tags_code;
 use crate::protocol::message::{self, MessageToStore};
 use crate::protocol::msg_id::push_offset_msg_ids;
@@ -153,7 +155,7 @@ async fn send_inner(
     conn: &ConnInfo,
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, BrokerError> {
-    let h = SendMessageRequestHeader::from_command(cmd)?;
+    let mut h = SendMessageRequestHeader::from_command(cmd)?;
     validate_topic(&h.topic)?;
     if topic_validator::is_not_allowed_send_topic(&h.topic) {
         return Err(BrokerError::NoPermission(format!(
@@ -179,6 +181,10 @@ async fn send_inner(
             "the topic[{}] sending message is forbidden",
             h.topic
         )));
+    }
+    // Java's SendMessageProcessor marks every record of a MULTI_TAG topic.
+    if tc.topic_filter_type == crate::protocol::body::TopicFilterType::MultiTag {
+        h.sys_flag |= message::sys_flag::MULTI_TAGS;
     }
     let write_queues = tc.write_queue_nums.max(1);
     let queue_id = if h.queue_id < 0 {
@@ -301,7 +307,7 @@ async fn send_inner(
         queue_offset: outcome.queue_offsets.first().copied().unwrap_or(0) as i64,
         transaction_id: Some(uniq_keys),
     }
-    .write_to(&mut resp);
+    .write_to_with_region(&mut resp, DEFAULT_REGION, ctx.cfg.trace_on);
     Ok(resp)
 }
 

@@ -34,6 +34,8 @@ pub struct BrokerContext {
     pub logics_msg_timestamp: std::sync::Arc<std::sync::atomic::AtomicI64>,
     /// Set once every name server has accepted a registration (or there is none).
     pub registered: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Put and get counters, one set per shard (`broker::stats`).
+    pub stats: crate::broker::stats::BrokerStats,
 }
 
 /// A queue owned by this shard.
@@ -219,12 +221,15 @@ impl Shard {
                     continue;
                 }
             };
+            let mut stored = 0;
             for (queue_offset, unit) in r.iter() {
                 if let Err(e) = q.cq.put(queue_offset, unit) {
                     tracing::error!(topic = %r.topic, queue = r.queue_id, error = %e, "consume queue append failed");
                     break;
                 }
+                stored += 1;
             }
+            self.ctx.stats.shard(self.id).add_puts(stored);
             for w in q.waiters.drain(..) {
                 w.notify();
             }

@@ -187,6 +187,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         writer: writer.clone_sender(),
         shard_count: n,
         started_ms: now_ms(),
+        stats: crate::broker::stats::BrokerStats::new(n),
         cfg: cfg.clone(),
     });
     let mut cq_split: Vec<Vec<ConsumeQueue>> = (0..n).map(|_| Vec::new()).collect();
@@ -293,6 +294,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     if is_meta {
         admin::topics_changed(&shard);
         runtime::spawn(register::run(shard.clone()));
+        runtime::spawn(crate::broker::stats::run_sampler(shard.clone()));
         runtime::spawn(periodic_meta(shard.clone()));
     }
     // The main and fast listeners of a shard share its connection count.

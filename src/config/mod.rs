@@ -1,8 +1,9 @@
 //! Broker configuration: RocketMQ's `broker.conf` (Java properties, key=value with RocketMQ's
 //! key names) plus command-line overrides, validated once at start and logged.
 //!
-//! Unknown keys are kept and warned about (an operator's existing broker.conf carries many keys we
-//! do not act on), malformed values are an error naming the key.
+//! Unknown keys, and Java's keys that ringmq does not implement (`keys::NOT_IMPLEMENTED`), are
+//! kept and named in one warning at start-up (an operator's existing broker.conf carries many
+//! keys we do not act on); malformed values are an error naming the key.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -11,7 +12,9 @@ use std::path::{Path, PathBuf};
 use crate::constants::DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS;
 use crate::store::config::{DeleteWhen, FlushDiskType, StoreConfig};
 
+pub mod keys;
 pub mod limits;
+pub mod local_address;
 pub mod transaction;
 
 pub use limits::Limits;
@@ -41,7 +44,8 @@ pub struct BrokerConfig {
     pub broker_id: i64,
     /// Name servers to register with, `host:port;host:port`.
     pub namesrv_addr: Vec<SocketAddr>,
-    /// IP announced to name servers and written as store host.
+    /// IP announced to name servers and written as store host; by default the host's address
+    /// as Java picks it (`local_address`), not loopback.
     pub broker_ip1: IpAddr,
     /// Address the main listener binds to (listenPort).
     pub listen_addr: SocketAddr,
@@ -58,6 +62,13 @@ pub struct BrokerConfig {
     pub store_reply_message_enable: bool,
     pub message_delay_level: String,
     pub max_reconsume_times: i32,
+    /// `traceOn`: the TRACE_ON switch of every send response (Java clients skip producer
+    /// traces when it is false).
+    pub trace_on: bool,
+    /// `accessMessageInMemoryMaxRatio`: the share of physical memory (percent) taken as page
+    /// cache when deciding whether a queue's first message is still "in memory" (a new
+    /// consumer group then starts at offset 0, see `broker::offsets`).
+    pub access_message_in_memory_max_ratio: u32,
     /// ringmq: number of shard executors (0 = one per core minus the writer core, at least 1).
     pub shard_count: usize,
     /// ringmq: pin shards and the writer to cores.
@@ -82,7 +93,7 @@ impl Default for BrokerConfig {
             broker_name: "broker-a".into(),
             broker_id: 0,
             namesrv_addr: Vec::new(),
-            broker_ip1: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            broker_ip1: local_address::local_address(),
             listen_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 10911),
             fast_listen_port: 10909,
             auto_create_topic_enable: true,
@@ -96,6 +107,8 @@ impl Default for BrokerConfig {
             message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
                 .into(),
             max_reconsume_times: 16,
+            trace_on: true,
+            access_message_in_memory_max_ratio: 40,
             shard_count: 0,
             pin_cores: true,
             limits: Limits::default(),
@@ -194,7 +207,11 @@ impl BrokerConfig {
             "brokerName" => self.broker_name = value.into(),
             "brokerId" => self.broker_id = num(key, value)?,
             "namesrvAddr" => self.namesrv_addr = parse_addr_list(key, value)?,
-            "brokerIP1" => self.broker_ip1 = num(key, value)?,
+            "brokerIP1" => {
+                // Java writes an IPv6 address in brackets (`NetworkUtil.normalizeHostAddress`).
+                let bare = value.trim_start_matches('[').trim_end_matches(']');
+                self.broker_ip1 = num(key, bare)?
+            }
             "listenPort" => {
                 let port: u16 = num(key, value)?;
                 self.listen_addr.set_port(port);
@@ -216,6 +233,14 @@ impl BrokerConfig {
             "storeReplyMessageEnable" => self.store_reply_message_enable = boolean(key, value)?,
             "messageDelayLevel" => self.message_delay_level = value.into(),
             "maxReconsumeTimes" => self.max_reconsume_times = num(key, value)?,
+            "traceOn" => self.trace_on = boolean(key, value)?,
+            "accessMessageInMemoryMaxRatio" => {
+                let v: u32 = num(key, value)?;
+                if v > 100 {
+                    return Err(invalid(key, value, "must be a percentage (0..=100)"));
+                }
+                self.access_message_in_memory_max_ratio = v;
+            }
             "shardCount" => self.shard_count = num(key, value)?,
             "pinCores" => self.pin_cores = boolean(key, value)?,
             "storePathRootDir" => s.store_path_root_dir = PathBuf::from(value),

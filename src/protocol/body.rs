@@ -342,14 +342,14 @@ pub struct SubscriptionGroupConfig {
 }
 
 impl Default for SubscriptionGroupConfig {
-    /// Java's defaults (PROTOCOL.md 2.11).
+    /// Java's `SubscriptionGroupConfig` defaults.
     fn default() -> Self {
         SubscriptionGroupConfig {
             attributes: BTreeMap::new(),
             broker_id: 0,
             consume_broadcast_enable: true,
             consume_enable: true,
-            consume_from_min_enable: false,
+            consume_from_min_enable: true,
             consume_message_orderly: false,
             consume_timeout_minute: 15,
             group_name: String::new(),

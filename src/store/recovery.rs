@@ -60,11 +60,23 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
     let index_resume = index.as_ref().map(IndexService::max_phy_offset);
     let start = scan_start(&commit_log, &cqs, &checkpoint, crashed, index_resume);
     let scan_from_phy = commit_log.segments().get(start).map_or(0, |s| s.start());
+    // After a clean exit every unit up to each queue's end was flushed: records before the
+    // newest unit are not dispatched again (Java's reputFromOffset), so a queue deleted with
+    // its topic is not rebuilt from the records it left in the log.
+    let dispatch_from = if crashed {
+        0
+    } else {
+        cqs.values()
+            .filter_map(ConsumeQueue::max_phy_offset)
+            .max()
+            .unwrap_or(0)
+    };
     let mut sink = RecoverySink {
         root,
         cq_file_size: cfg.mapped_file_size_consume_queue,
         cqs: &mut cqs,
         index: index.as_mut(),
+        dispatch_from,
     };
     let (end, last_ts) = scan(&commit_log, start, cfg.check_crc_on_recover, &mut sink)?;
     for cq in cqs.values_mut() {
@@ -171,12 +183,18 @@ struct RecoverySink<'a> {
     cq_file_size: u64,
     cqs: &'a mut HashMap<QueueKey, ConsumeQueue>,
     index: Option<&'a mut IndexService>,
+    /// Records before this offset already have their units (clean exit).
+    dispatch_from: u64,
 }
 
 impl RecoverySink<'_> {
     fn record(&mut self, phy: u64, rec: &message::DecodedRecord<'_>) -> Result<(), StoreError> {
         let tx = sys_flag::transaction_type(rec.sys_flag);
-        if sys_flag::is_dispatched(rec.sys_flag) && rec.queue_id >= 0 && rec.queue_offset >= 0 {
+        if sys_flag::is_dispatched(rec.sys_flag)
+            && rec.queue_id >= 0
+            && rec.queue_offset >= 0
+            && phy >= self.dispatch_from
+        {
             let key = (rec.topic.to_string(), rec.queue_id as u32);
             if !self.cqs.contains_key(&key) {
                 let cq = ConsumeQueue::open(self.root, &key.0, key.1, self.cq_file_size)?;

@@ -226,6 +226,10 @@ impl WriterCore {
             };
             let req = match first {
                 Msg::Append(r) => r,
+                Msg::DropTopic { topic, done } => {
+                    self.drop_topic(&topic, done);
+                    continue;
+                }
                 Msg::Shutdown => return self.clean_shutdown(&rx),
                 Msg::Abandon => return Ok(()),
             };
@@ -252,10 +256,47 @@ impl WriterCore {
             match stop {
                 Some(Msg::Shutdown) => return self.clean_shutdown(&rx),
                 Some(Msg::Abandon) => return Ok(()),
+                Some(Msg::DropTopic { topic, done }) => self.drop_topic(&topic, done),
                 _ => {}
             }
             self.tick();
             tick_at = Instant::now() + self.next_tick_in();
+        }
+    }
+
+    /// Topic deletion: the topic's queues start again at offset 0. Appends received before
+    /// this message were processed first, so their offsets are the old ones, and `done` runs
+    /// once their units are dispatched: here under ASYNC_FLUSH; under SYNC_FLUSH behind them
+    /// on the group-commit thread (an empty request whose only waiter is `done`), so no unit
+    /// of the deleted queues reaches a shard after the shards dropped them.
+    fn drop_topic(&mut self, topic: &str, done: Box<dyn FnOnce() + Send>) {
+        self.queue_offsets.remove(topic);
+        let Completion::GroupCommit(gc) = &self.completion else {
+            return done();
+        };
+        let barrier = GroupCommitRequest {
+            files: Vec::new(),
+            upto_phy: self.log.max_phy_offset(),
+            store_timestamp: self.log.last_store_timestamp(),
+            units: Vec::new(),
+            waiters: vec![(
+                Box::new(move |_| done()),
+                AppendOutcome {
+                    status: AppendStatus::PutOk,
+                    phy_offsets: Vec::new(),
+                    queue_offsets: Vec::new(),
+                    store_timestamp: 0,
+                },
+            )],
+            deadline: None,
+        };
+        if let Err(back) = gc.submit(barrier) {
+            // The thread is gone: nothing more will be dispatched.
+            for (reply, _) in back.waiters {
+                reply(Err(StoreError::NotWritable(
+                    "the group-commit thread stopped".into(),
+                )));
+            }
         }
     }
 

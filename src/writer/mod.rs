@@ -7,7 +7,8 @@
 //! and indexes the keys once that thread reports the batch durable.
 //!
 //! Callers: shards hold a `WriterSender` and call `try_append` (never blocks; a full inbox is
-//! SYSTEM_BUSY for the caller); the runtime owns the `WriterHandle` and calls `shutdown`.
+//! SYSTEM_BUSY for the caller), and `try_drop_topic` when a topic is deleted (its queue
+//! offsets start again at 0); the runtime owns the `WriterHandle` and calls `shutdown`.
 //! Invariants: replies happen after the write and, for SYNC_FLUSH + wait_flush, after the
 //! fdatasync covering the record (SYNC_FLUSH requests with wait_flush = false are answered
 //! right after the write); dispatch of a batch precedes its flush-waiting replies;
@@ -279,6 +280,12 @@ impl WriterParts {
 
 enum Msg {
     Append(AppendRequest),
+    /// A deleted topic: forget its next queue offsets, so a re-created topic starts at 0, then
+    /// call `done` (every append sent before this one has its offsets by then).
+    DropTopic {
+        topic: String,
+        done: Box<dyn FnOnce() + Send>,
+    },
     /// Drain, flush, checkpoint, remove the abort file, exit.
     Shutdown,
     /// Exit at once without flushing or removing the abort file (simulated crash for tests).
@@ -327,9 +334,18 @@ impl WriterSender {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(m)) | Err(TrySendError::Disconnected(m)) => match m {
                 Msg::Append(r) => Err(r),
-                Msg::Shutdown | Msg::Abandon => unreachable!("only appends are sent here"),
+                _ => unreachable!("only appends are sent here"),
             },
         }
+    }
+
+    /// Asks the writer to forget `topic`'s queue offsets (topic deletion); `done` runs on the
+    /// writer thread once it has. Never blocks: false when the inbox is full or the writer
+    /// stopped (then `done` never runs).
+    pub fn try_drop_topic(&self, topic: String, done: Box<dyn FnOnce() + Send>) -> bool {
+        let sent = self.tx.try_send(Msg::DropTopic { topic, done }).is_ok();
+        self.wake();
+        sent
     }
 
     /// Wakes the writer if it is parked on an empty inbox (a futex wake then, else an atomic).
@@ -468,3 +484,5 @@ fn replicate(e: &StoreError) -> StoreError {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_drop_topic;

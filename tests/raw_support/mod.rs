@@ -35,7 +35,9 @@ impl RawBroker {
             "--store-dir",
         ])
         .arg(dir.path())
-        .args(["-o", "mappedFileSizeCommitLog=16777216"]);
+        .args(["-o", "mappedFileSizeCommitLog=16777216"])
+        // Routes and msg ids must name the loopback listener (the default is the host's address).
+        .args(["-o", "brokerIP1=127.0.0.1"]);
         // As the client harness (tests/common): the whole suite can run under SYNC_FLUSH.
         if let Ok(flush) = std::env::var("RINGMQ_TEST_FLUSH_DISK_TYPE") {
             if !flush.is_empty() {

@@ -322,3 +322,16 @@ fn lenient_reading_still_rejects() {
         );
     }
 }
+
+/// A group created without a body field gets Java's `SubscriptionGroupConfig` defaults, among
+/// them `consumeFromMinEnable=true`.
+#[test]
+fn subscription_group_defaults_are_java_defaults() {
+    let g: SubscriptionGroupConfig = from_json(br#"{"groupName":"g"}"#).unwrap();
+    assert!(g.consume_enable && g.consume_from_min_enable && g.consume_broadcast_enable);
+    assert!(!g.consume_message_orderly && g.notify_consumer_ids_changed_enable);
+    assert_eq!((g.retry_queue_nums, g.retry_max_times), (1, 16));
+    assert_eq!((g.broker_id, g.which_broker_when_consume_slowly), (0, 1));
+    assert_eq!((g.group_sys_flag, g.consume_timeout_minute), (0, 15));
+    assert!(SubscriptionGroupConfig::default().consume_from_min_enable);
+}

@@ -212,6 +212,8 @@ ext_header! {
         pub topic_filter_type: String => "topicFilterType" or "SINGLE_TAG".to_owned(),
         pub topic_sys_flag: i32 => "topicSysFlag" or 0,
         pub order: bool => "order",
+        /// RocketMQ 5 topic attributes, `+message.type=FIFO,-cleanup.policy`.
+        pub attributes: Option<String> => "attributes",
     }
 }
 

@@ -143,10 +143,10 @@ impl SendMessageResponseHeader {
         })
     }
 
-    /// Writes the fields plus MSG_REGION=DefaultRegion and TRACE_ON=false, which Java clients
-    /// read unconditionally.
+    /// Writes the fields plus MSG_REGION=DefaultRegion and TRACE_ON=true (Java's `traceOn`
+    /// default), which Java clients read unconditionally: with false they skip producer traces.
     pub fn write_to(&self, cmd: &mut RemotingCommand) {
-        self.write_to_with_region(cmd, DEFAULT_REGION, false);
+        self.write_to_with_region(cmd, DEFAULT_REGION, true);
     }
 
     /// `write_to` with an explicit region and trace switch.

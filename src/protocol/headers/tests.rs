@@ -207,7 +207,7 @@ fn send_response_writes_region_and_trace() {
     };
     h.write_to(&mut resp);
     assert_eq!(resp.ext("MSG_REGION"), Some("DefaultRegion"));
-    assert_eq!(resp.ext("TRACE_ON"), Some("false"));
+    assert_eq!(resp.ext("TRACE_ON"), Some("true"));
     assert_eq!(resp.ext("queueOffset"), Some("42"));
     assert_eq!(resp.ext("transactionId"), None);
     assert_eq!(SendMessageResponseHeader::from_command(&resp).unwrap(), h);
