@@ -11,11 +11,12 @@
 //!   level clamped to the highest), as RocketMQ's recovery and dispatch compute it
 //!   (`CommitLog.checkMessageAndReturnSize` with `ScheduleMessageService.computeDeliverTimestamp`),
 //!   so a RocketMQ broker reading this store agrees too;
-//! - the timer topic with a numeric `TIMER_OUT_MS`: that time (ringmq's own; RocketMQ's timer
-//!   keeps its own wheel files instead);
+//! - the timer topic with a numeric `TIMER_OUT_MS`: that time (ringmq's own rule; RocketMQ's
+//!   timer keeps delivery times in its timer log and wheel files instead);
 //! - anything else: the tag's Java hash, 0 without a tag.
 //!
-//! Callers: `broker::send` (every record it encodes), `writer` (resolve), `store::recovery`.
+//! Callers: `broker::send` (client sends, delay and timer parking, retries, deliveries out of the
+//! parking topics), the `writer` (resolve), `store::recovery`.
 
 use crate::protocol::java_hash;
 use crate::protocol::properties::{self, keys};
