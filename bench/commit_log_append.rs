@@ -226,7 +226,7 @@ fn async_rate(root: PathBuf, n: u64) -> (f64, f64) {
             records: vec![ringmq::writer::AppendRecord::whole(
                 template.topic.clone(),
                 0,
-                0,
+                ringmq::store::TagsCode::Known(0),
                 ringmq::writer::IndexKeys::None,
                 true,
                 template.bytes.clone(),
@@ -310,7 +310,7 @@ fn sync_rate_shards(
                     let rec = AppendRecord {
                         topic: t.topic.clone(),
                         queue_id: t.queue_id,
-                        tags_code: 0,
+                        tags_code: ringmq::store::TagsCode::Known(0),
                         keys: IndexKeys::None,
                         dispatch: true,
                         bytes: t.bytes.clone(),

@@ -16,56 +16,11 @@ use crate::protocol::body;
 use crate::protocol::properties::keys;
 use crate::runtime;
 
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+pub use crate::store::tags_code::{DelayLevels, SCHEDULE_TOPIC};
 /// How often a level looks for due messages (RocketMQ polls every 100 ms).
 const POLL: Duration = Duration::from_millis(100);
 /// Messages moved per level per wake-up, so one level cannot monopolise its shard.
 const MAX_MOVES_PER_TICK: usize = 256;
-
-/// Parsed `messageDelayLevel`: delay in ms per level (index 0 = level 1).
-#[derive(Clone, Debug, PartialEq)]
-pub struct DelayLevels(pub Vec<i64>);
-
-impl DelayLevels {
-    /// Parses RocketMQ's `"1s 5s 10s 30s 1m ... 2h"` (units s, m, h, d).
-    pub fn parse(spec: &str) -> Result<DelayLevels, String> {
-        let mut out = Vec::new();
-        for item in spec.split_whitespace() {
-            let (num, unit) = item.split_at(item.len().saturating_sub(1));
-            let n: i64 = num
-                .parse()
-                .map_err(|_| format!("bad delay level {item:?} in {spec:?}"))?;
-            let ms = match unit {
-                "s" => 1_000,
-                "m" => 60_000,
-                "h" => 3_600_000,
-                "d" => 86_400_000,
-                _ => return Err(format!("bad unit in delay level {item:?}")),
-            };
-            if n <= 0 {
-                return Err(format!("delay level {item:?} must be positive"));
-            }
-            out.push(n * ms);
-        }
-        if out.is_empty() {
-            return Err("messageDelayLevel is empty".into());
-        }
-        Ok(DelayLevels(out))
-    }
-
-    pub fn max_level(&self) -> i32 {
-        self.0.len() as i32
-    }
-
-    /// Delay of `level` (clamped to the highest level), `None` for level <= 0.
-    pub fn delay_ms(&self, level: i32) -> Option<i64> {
-        if level <= 0 {
-            return None;
-        }
-        let l = level.min(self.max_level());
-        Some(self.0[(l - 1) as usize])
-    }
-}
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -178,20 +133,6 @@ async fn deliver(shard: &Rc<Shard>, phy: u64, size: u32) -> Result<(), BrokerErr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// RocketMQ's default level string parses to its 18 delays; bad specs are clear errors.
-    #[test]
-    fn parses_default_levels() {
-        let l = DelayLevels::parse("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h")
-            .unwrap();
-        assert_eq!(l.max_level(), 18);
-        assert_eq!(l.delay_ms(2), Some(5_000));
-        assert_eq!(l.delay_ms(18), Some(7_200_000));
-        assert_eq!(l.delay_ms(99), Some(7_200_000));
-        assert_eq!(l.delay_ms(0), None);
-        assert!(DelayLevels::parse("1x").is_err());
-        assert!(DelayLevels::parse("").is_err());
-    }
 
     /// The progress file uses fastjson's unquoted integer keys and loads back.
     #[test]

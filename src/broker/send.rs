@@ -23,12 +23,12 @@ use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::{
     SendMessageRequestHeader, SendMessageResponseHeader, DEFAULT_REGION,
 };
-use crate::protocol::java_hash::tags_code;
 use crate::protocol::message::{self, MessageToStore};
 use crate::protocol::msg_id::push_offset_msg_ids;
 use crate::protocol::properties::{self, keys};
 use crate::protocol::RemotingCommand;
 use crate::remoting::ConnInfo;
+use crate::store::tags_code;
 use crate::writer::{AppendOutcome, AppendRecord, AppendRequest, AppendStatus, IndexKeys};
 
 /// Oneway sends the broker could not store (busy, bad input); exported as a metric.
@@ -391,6 +391,7 @@ fn encode_plain(
     scans: &[Scan<'_>],
 ) -> Result<(Vec<AppendRecord>, String), BrokerError> {
     let ctx = &shard.ctx;
+    let levels = &ctx.delay_levels;
     let cluster = ctx.cfg.broker_cluster_name.as_str();
     let now = crate::broker::now_ms();
     let mut props = String::with_capacity(items.iter().map(|i| i.props.len() + 96).sum());
@@ -468,7 +469,8 @@ fn encode_plain(
             // The first record names the topic, the rest repeat it (see AppendRecord::topic).
             topic: topic.take(),
             queue_id: t.queue_id as u32,
-            tags_code: tags_code(sc.tags),
+            // A plain send to the timer topic is parked there like a timer message.
+            tags_code: tags_code::of_record_tagged(t.topic, &props[p0..p1], sc.tags, levels),
             keys: index,
             dispatch,
             bytes: buf.split(),
@@ -544,15 +546,15 @@ pub struct Outgoing<'a> {
 
 /// Encodes a stored record. A `DELAY` level > 0 (on a non-transactional message) moves it to
 /// the schedule topic: queue level - 1, real topic and queue kept in properties, and the
-/// delivery time in the ConsumeQueue tag slot.
+/// delivery time in the ConsumeQueue tag slot (store timestamp + the level's delay, computed
+/// from the stored record by `tags_code::of_record` exactly as recovery recomputes it).
 pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, BrokerError> {
     let mut props = m.props;
     let tx_type = message::sys_flag::transaction_type(m.sys_flag);
     let delay = props
         .iter()
         .find(|(k, _)| k == keys::DELAY)
-        .and_then(|(_, v)| v.trim().parse::<i32>().ok())
-        .filter(|l| *l > 0)
+        .and_then(|(_, v)| tags_code::delay_level(v))
         .filter(|_| tx_type == 0 || tx_type == message::sys_flag::TRANSACTION_COMMIT);
     let now = crate::broker::now_ms();
     let timer_at = if delay.is_none() {
@@ -560,7 +562,7 @@ pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, Brok
     } else {
         None
     };
-    let (topic, queue_id, tags) = if let Some(at) = timer_at {
+    let (topic, queue_id) = if let Some(at) = timer_at {
         props.retain(|(k, _)| {
             k != keys::REAL_TOPIC && k != keys::REAL_QID && k != crate::broker::timer::TIMER_OUT_MS
         });
@@ -570,34 +572,27 @@ pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, Brok
         (
             crate::broker::timer::TIMER_TOPIC.to_string(),
             crate::broker::timer::TIMER_QUEUE as i32,
-            at,
         )
     } else {
-        match delay.and_then(|l| {
-            let levels = &shard.ctx.delay_levels;
-            levels.delay_ms(l).map(|d| (l.min(levels.max_level()), d))
-        }) {
-            Some((level, delay_ms)) => {
+        let levels = &shard.ctx.delay_levels;
+        match delay {
+            Some(level) => {
                 props.retain(|(k, _)| k != keys::REAL_TOPIC && k != keys::REAL_QID);
                 props.push((keys::REAL_TOPIC.into(), m.topic.to_string()));
                 props.push((keys::REAL_QID.into(), m.queue_id.to_string()));
                 (
                     SCHEDULE_TOPIC.to_string(),
-                    level - 1,
-                    crate::broker::now_ms() + delay_ms,
+                    level.min(levels.max_level()) - 1,
                 )
             }
-            None => {
-                let tag = props
-                    .iter()
-                    .find(|(k, _)| k == keys::TAGS)
-                    .map(|(_, v)| v.as_str());
-                (m.topic.to_string(), m.queue_id, tags_code(tag))
-            }
+            None => (m.topic.to_string(), m.queue_id),
         }
     };
     let index = IndexKeys::Owned(index_keys(&props));
     let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    // From the stored properties, as recovery recomputes it: the delay-level or timer delivery
+    // time for the records parked above, the tag hash for the others.
+    let tags = tags_code::of_record(&topic, &props_str, &shard.ctx.delay_levels);
     let msg = MessageToStore {
         topic: &topic,
         queue_id,
@@ -678,10 +673,16 @@ pub async fn reappend_to_real_topic(
         let mut bytes = BytesMut::with_capacity(r.total_size as usize);
         message::encode(&msg, &mut bytes)
             .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+        let tags = tags_code::of_record_tagged(
+            &topic,
+            &props_str,
+            tag.as_deref(),
+            &shard.ctx.delay_levels,
+        );
         AppendRecord::whole(
             Some(topic.into()),
             qid,
-            tags_code(tag.as_deref()),
+            tags,
             IndexKeys::Owned(index_keys(&props)),
             true,
             bytes,

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crate::broker::handler::BrokerHandler;
 use crate::broker::metadata::Metadata;
-use crate::broker::schedule::{self, DelayLevels, SCHEDULE_TOPIC};
+use crate::broker::schedule::{self, SCHEDULE_TOPIC};
 use crate::broker::shard::{BrokerContext, OffsetTable};
 use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, timer, Shard};
 use crate::config::BrokerConfig;
@@ -164,13 +164,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             senders: dispatch_senders,
         }),
     )?;
-    let delay_levels = DelayLevels::parse(&cfg.message_delay_level).map_err(|reason| {
-        crate::config::ConfigError::Invalid {
-            key: "messageDelayLevel".into(),
-            value: cfg.message_delay_level.clone(),
-            reason,
-        }
-    })?;
+    let delay_levels = cfg.store.delay_levels.clone();
     let mut delay_split: Vec<std::collections::BTreeMap<i32, i64>> = vec![Default::default(); n];
     for (level, off) in schedule::load_progress(&cfg.store.store_path_root_dir) {
         if level >= 1 {

@@ -20,7 +20,7 @@ use crate::broker::{now_ms, send, BrokerError, Shard};
 use crate::protocol::body;
 use crate::runtime;
 
-pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+pub use crate::store::tags_code::TIMER_TOPIC;
 pub const TIMER_QUEUE: u32 = 0;
 /// Longest accepted delay (RocketMQ's timerMaxDelaySec default, 3 days).
 pub const TIMER_MAX_DELAY_MS: i64 = 3 * 24 * 3_600_000;

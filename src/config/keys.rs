@@ -140,7 +140,7 @@ impl BrokerConfig {
                 "enablePropertyFilter",
                 self.enable_property_filter.to_string(),
             ),
-            ("messageDelayLevel", self.message_delay_level.clone()),
+            ("messageDelayLevel", s.delay_levels.spec()),
             ("maxReconsumeTimes", self.max_reconsume_times.to_string()),
             ("traceOn", self.trace_on.to_string()),
             (

@@ -60,7 +60,6 @@ pub struct BrokerConfig {
     pub enable_property_filter: bool,
     /// Replies of request-reply are stored in the reply topic as well as pushed (Java's default).
     pub store_reply_message_enable: bool,
-    pub message_delay_level: String,
     pub max_reconsume_times: i32,
     /// `traceOn`: the TRACE_ON switch of every send response (Java clients skip producer
     /// traces when it is false).
@@ -104,8 +103,6 @@ impl Default for BrokerConfig {
             register_name_server_period_ms: 30_000,
             enable_property_filter: false,
             store_reply_message_enable: true,
-            message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-                .into(),
             max_reconsume_times: 16,
             trace_on: true,
             access_message_in_memory_max_ratio: 40,
@@ -231,7 +228,10 @@ impl BrokerConfig {
             }
             "enablePropertyFilter" => self.enable_property_filter = boolean(key, value)?,
             "storeReplyMessageEnable" => self.store_reply_message_enable = boolean(key, value)?,
-            "messageDelayLevel" => self.message_delay_level = value.into(),
+            "messageDelayLevel" => {
+                s.delay_levels =
+                    crate::store::DelayLevels::parse(value).map_err(|r| invalid(key, value, r))?
+            }
             "maxReconsumeTimes" => self.max_reconsume_times = num(key, value)?,
             "traceOn" => self.trace_on = boolean(key, value)?,
             "accessMessageInMemoryMaxRatio" => {
@@ -409,5 +409,26 @@ mod tests {
         assert_eq!(cfg.store.recycle_commit_log_segments, 0);
         assert!(cfg.set("recycleCommitLogSegments", "-1").is_err());
         assert!(!cfg.unknown.contains_key("recycleCommitLogSegments"));
+    }
+
+    /// `messageDelayLevel` is a store key (recovery needs the delays): parsed when set, bad
+    /// values refused with the key named.
+    #[test]
+    fn message_delay_level_is_a_store_key() {
+        let mut cfg = BrokerConfig::default();
+        assert_eq!(cfg.store.delay_levels.max_level(), 18);
+        cfg.set("messageDelayLevel", "1s 4s").unwrap();
+        assert_eq!(cfg.store.delay_levels.0, vec![1_000, 4_000]);
+        let err = cfg
+            .set("messageDelayLevel", "1s 4x")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("messageDelayLevel"), "{err}");
+        assert_eq!(
+            cfg.store.delay_levels.0,
+            vec![1_000, 4_000],
+            "kept on error"
+        );
+        assert!(!cfg.unknown.contains_key("messageDelayLevel"));
     }
 }

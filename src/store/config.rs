@@ -13,6 +13,7 @@ use crate::constants::{
     RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
 };
 use crate::store::fault::FaultHook;
+use crate::store::tags_code::DelayLevels;
 use crate::store::StoreError;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +87,9 @@ pub struct StoreConfig {
     /// How long after its retirement a segment may be reused (ringmq's own, no broker.conf
     /// key; tests shorten it).
     pub recycle_quarantine_ms: u64,
+    /// Delay per level (`messageDelayLevel`): recovery recomputes a delayed record's delivery
+    /// time from it, as the send path computed it (`store::tags_code`).
+    pub delay_levels: DelayLevels,
     /// Test seam: injected allocation/flush failures and disk usage.
     pub fault: Option<FaultHook>,
 }
@@ -124,6 +128,7 @@ impl Default for StoreConfig {
             warm_mapped_file: None,
             recycle_commit_log_segments: RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT,
             recycle_quarantine_ms: RECYCLE_QUARANTINE_MS,
+            delay_levels: DelayLevels::default(),
             fault: None,
         }
     }

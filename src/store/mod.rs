@@ -19,6 +19,7 @@ pub mod reader;
 pub mod recovery;
 pub mod recycle;
 pub mod retention;
+pub mod tags_code;
 pub mod warm_gate;
 
 pub use consume_queue::{list_queues, ConsumeQueue, CqSyncJob, CqUnit, CQ_UNIT_SIZE};
@@ -30,3 +31,4 @@ pub use error::StoreError;
 pub use files::Checkpoint;
 pub use reader::{CommitLogReader, SegmentRange};
 pub use recovery::{open, OpenedStore};
+pub use tags_code::{DelayLevels, TagsCode};

@@ -14,6 +14,7 @@ use crate::protocol::message::{self, sys_flag, RecordError};
 use crate::store::commit_log::CommitLog;
 use crate::store::config::StoreConfig;
 use crate::store::files::{abort_path, create_abort, Checkpoint, StoreLock};
+use crate::store::tags_code::{self, DelayLevels};
 use crate::store::{list_queues, ConsumeQueue, CqUnit, IndexService, StoreError};
 
 pub type QueueKey = (String, u32);
@@ -74,6 +75,7 @@ pub fn open(cfg: &StoreConfig) -> Result<OpenedStore, StoreError> {
     let mut sink = RecoverySink {
         root,
         cq_file_size: cfg.mapped_file_size_consume_queue,
+        delay_levels: &cfg.delay_levels,
         cqs: &mut cqs,
         index: index.as_mut(),
         dispatch_from,
@@ -181,6 +183,7 @@ fn scan_start(
 struct RecoverySink<'a> {
     root: &'a Path,
     cq_file_size: u64,
+    delay_levels: &'a DelayLevels,
     cqs: &'a mut HashMap<QueueKey, ConsumeQueue>,
     index: Option<&'a mut IndexService>,
     /// Records before this offset already have their units (clean exit).
@@ -201,10 +204,14 @@ impl RecoverySink<'_> {
                 self.cqs.insert(key.clone(), cq);
             }
             let cq = self.cqs.get_mut(&key).expect("inserted above");
+            // The send path's rule, resolved at the store timestamp the writer stamped, so a
+            // parked record's delivery time comes back as the live path put it.
+            let tags_code = tags_code::of_record(rec.topic, rec.properties, self.delay_levels)
+                .resolve(rec.store_timestamp);
             let unit = CqUnit {
                 phy_offset: phy,
                 size: rec.total_size,
-                tags_code: tags_code(rec.properties),
+                tags_code,
             };
             cq.put(rec.queue_offset as u64, unit)?;
         }
@@ -277,11 +284,6 @@ fn scan(
 // the send path computed them when the record was first stored.
 use crate::protocol::properties::get as property;
 
-/// `tagsCode` of a record: sign-extended Java hash of TAGS, 0 without a tag.
-pub fn tags_code(props: &str) -> i64 {
-    crate::protocol::java_hash::tags_code(property(props, "TAGS"))
-}
-
 /// Index keys: each space-separated KEYS entry plus UNIQ_KEY.
 pub fn index_keys(props: &str) -> Vec<&str> {
     let mut keys: Vec<&str> = property(props, "KEYS")
@@ -297,14 +299,9 @@ pub fn index_keys(props: &str) -> Vec<&str> {
 mod tests {
     use super::*;
 
-    /// Proves tag codes follow Java's String.hashCode (values computed with Java's formula).
+    /// Proves index keys are the KEYS entries split on blanks, then UNIQ_KEY.
     #[test]
-    fn tags_code_is_java_hash() {
-        assert_eq!(
-            tags_code("TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}"),
-            2_598_919
-        );
-        assert_eq!(tags_code("KEYS\u{1}k\u{2}"), 0);
+    fn index_keys_split_keys_then_uniq() {
         let keys = index_keys("KEYS\u{1}k1 k2\u{2}UNIQ_KEY\u{1}U\u{2}");
         assert_eq!(keys, vec!["k1", "k2", "U"]);
     }

@@ -396,7 +396,7 @@ impl WriterCore {
                             let unit = CqUnit {
                                 phy_offset: phy,
                                 size: rec.stored_len() as u32,
-                                tags_code: rec.tags_code,
+                                tags_code: rec.tags_code.resolve(ts),
                             };
                             // Producers spread sends over the queues round robin, so the
                             // run this unit continues is often a few runs back: one run (and

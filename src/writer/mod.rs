@@ -33,7 +33,8 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{bounded, Sender, TrySendError};
 
 use crate::store::{
-    Checkpoint, CommitLog, ConsumeQueue, CqUnit, IndexService, OpenedStore, StoreConfig, StoreError,
+    Checkpoint, CommitLog, ConsumeQueue, CqUnit, IndexService, OpenedStore, StoreConfig,
+    StoreError, TagsCode,
 };
 
 /// One encoded record to append.
@@ -44,7 +45,9 @@ pub struct AppendRecord {
     /// before, bounced one cache line between the cores (~3 % of W3's CPU).
     pub topic: Option<Arc<str>>,
     pub queue_id: u32,
-    pub tags_code: i64,
+    /// The unit's tags code, resolved at the store timestamp this thread stamps into the record
+    /// (a delay level's delivery time counts from it, as recovery's recomputation does).
+    pub tags_code: TagsCode,
     /// Index keys: KEYS split on ' ' plus UNIQ_KEY.
     pub keys: IndexKeys,
     /// False for prepared/rollback transaction records: no queue offset, no consume-queue unit.
@@ -64,7 +67,7 @@ impl AppendRecord {
     pub fn whole(
         topic: Option<Arc<str>>,
         queue_id: u32,
-        tags_code: i64,
+        tags_code: TagsCode,
         keys: IndexKeys,
         dispatch: bool,
         bytes: bytes::BytesMut,

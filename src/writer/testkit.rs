@@ -43,10 +43,16 @@ pub fn record(topic: &str, queue_id: u32, body: &[u8], properties: &str) -> Appe
     let mut bytes = BytesMut::new();
     encode(&test_message(topic, queue_id, body, properties), &mut bytes)
         .expect("test record within limits");
+    // The tags code the send path and recovery give such a record (default delay levels).
+    let tags_code = crate::store::tags_code::of_record(
+        topic,
+        properties,
+        &crate::store::DelayLevels::default(),
+    );
     AppendRecord::whole(
         Some(topic.into()),
         queue_id,
-        0,
+        tags_code,
         crate::writer::IndexKeys::None,
         true,
         bytes,

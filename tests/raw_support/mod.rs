@@ -25,6 +25,20 @@ impl RawBroker {
     }
 
     pub fn start_in(dir: tempfile::TempDir, opts: &[&str]) -> RawBroker {
+        Self::spawn(dir, opts, Stdio::null())
+    }
+
+    /// As `start_in`, with the broker's log (stderr) appended to the file at `log`.
+    pub fn start_logged(dir: tempfile::TempDir, opts: &[&str], log: &std::path::Path) -> RawBroker {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("open log file");
+        Self::spawn(dir, opts, Stdio::from(file))
+    }
+
+    fn spawn(dir: tempfile::TempDir, opts: &[&str], stderr: Stdio) -> RawBroker {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringmq"));
         cmd.args([
             "serve",
@@ -49,7 +63,7 @@ impl RawBroker {
         }
         let mut child = cmd
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn ringmq");
         let out = child.stdout.take().expect("stdout");
@@ -88,6 +102,14 @@ impl RawBroker {
             assert!(Instant::now() < deadline, "ringmq did not stop on SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
         }
+        let dir = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.dir, dir)
+    }
+
+    /// SIGKILL and wait: a crash, the abort file left behind.
+    pub fn kill9(mut self) -> tempfile::TempDir {
+        self.child.kill().expect("SIGKILL ringmq");
+        self.child.wait().expect("wait for ringmq");
         let dir = tempfile::tempdir().unwrap();
         std::mem::replace(&mut self.dir, dir)
     }

@@ -25,6 +25,7 @@ use crate::protocol::message::{self, sys_flag, DecodedRecord, MessageToStore};
 use crate::protocol::msg_id::offset_msg_id;
 use crate::protocol::properties::{self, keys};
 use crate::protocol::RemotingCommand;
+use crate::store::TagsCode;
 use crate::writer::{AppendRecord, IndexKeys};
 
 /// One message of a prepared send, as the send path read it from the request.
@@ -284,7 +285,9 @@ fn encode(
     Ok(AppendRecord::whole(
         Some(f.topic.into()),
         f.queue_id,
-        tags_code(value(props, keys::TAGS)),
+        // The tag hash, as `store::tags_code` gives it outside the parking topics: these records
+        // go to the transaction topics or to a topic a client sent to, never to the schedule one.
+        TagsCode::Known(tags_code(value(props, keys::TAGS))),
         IndexKeys::Owned(index_keys(props)),
         true,
         bytes,
