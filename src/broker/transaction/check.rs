@@ -134,7 +134,8 @@ pub async fn check_once(shard: &Rc<Shard>) {
         }
     }
     if checked + discarded > 0 {
-        tracing::info!(checked, discarded, "transaction check run");
+        let ms = now_ms() - started_ms;
+        tracing::info!(checked, discarded, ms, "transaction check run");
     }
 }
 
