@@ -194,8 +194,11 @@ pub const SEGMENT_FILE_NAME_LEN: usize = 20;
 /// Transaction decisions held above the half queue's progress (decided out of order, or being
 /// written); past it END_TRANSACTION answers SYSTEM_BUSY until the check resolves older halves.
 pub const MAX_PENDING_TRANSACTION_DECISIONS: usize = 1 << 20;
-/// Half messages one transaction check walks before it yields to the shard's other tasks.
+/// Half messages one transaction check examines, and stores copies of with one writer request,
+/// before it yields to the shard's other tasks.
 pub const TRANSACTION_CHECK_BATCH: usize = 256;
+/// The most bytes of copies one such batch holds (half messages may be up to `maxMessageSize`).
+pub const TRANSACTION_CHECK_BATCH_BYTES: usize = 1 << 20;
 /// The longest one transaction check runs (RocketMQ's MAX_PROCESS_TIME_LIMIT).
 pub const TRANSACTION_CHECK_MAX_MS: u64 = 60_000;
 

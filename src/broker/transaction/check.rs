@@ -10,8 +10,9 @@
 //!   send CHECK_TRANSACTION_STATE about the copy to a live producer of its group. The producer
 //!   answers with END_TRANSACTION about the copy.
 //!
-//! A run walks at most `TRANSACTION_CHECK_MAX_MS` and yields to the shard's other tasks every
-//! `TRANSACTION_CHECK_BATCH` messages. A group with no live producer is logged once per run; its
+//! A run walks at most `TRANSACTION_CHECK_MAX_MS`, in batches of up to `TRANSACTION_CHECK_BATCH`
+//! messages (`TRANSACTION_CHECK_BATCH_BYTES` of copies) whose copies and discards go to the
+//! writer as one request, and yields to the shard's other tasks after each batch. A group with no live producer is logged once per run; its
 //! messages still count a check, so they end in TRANS_CHECK_MAX_TIME_TOPIC, as in RocketMQ.
 
 use std::collections::HashMap;
@@ -25,7 +26,9 @@ use crate::broker::transaction::end::immunity_ms;
 use crate::broker::transaction::records::{self, value, CopyAt};
 use crate::broker::transaction::{ensure_system_topic, persist, HALF_QUEUE_ID};
 use crate::broker::{broker2client, now_ms, send, Shard};
-use crate::constants::{TRANSACTION_CHECK_BATCH, TRANSACTION_CHECK_MAX_MS};
+use crate::constants::{
+    TRANSACTION_CHECK_BATCH, TRANSACTION_CHECK_BATCH_BYTES, TRANSACTION_CHECK_MAX_MS,
+};
 use crate::protocol::message;
 use crate::protocol::properties::{self, keys};
 use crate::remoting::{encode_frame, Outbound};
@@ -71,67 +74,98 @@ struct PendingCheck {
     body: BytesMut,
 }
 
-/// One run of the check over the half queue.
+/// One run of the check over the half queue: batches of up to `TRANSACTION_CHECK_BATCH` open
+/// half messages, each batch's copies and discards stored by one writer request.
 pub async fn check_once(shard: &Rc<Shard>) {
     let started_ms = now_ms();
     let deadline = Instant::now() + Duration::from_millis(TRANSACTION_CHECK_MAX_MS);
     let mut producers = ProducerPicker::default();
-    let mut walked = 0usize;
     let (mut checked, mut discarded) = (0usize, 0usize);
-    while !shard.stopping.get() && !shard.paused.get() && Instant::now() < deadline {
-        walked += 1;
-        if walked.is_multiple_of(TRANSACTION_CHECK_BATCH) {
-            futures_lite::future::yield_now().await;
+    let mut last = false;
+    while !last && !shard.stopping.get() && !shard.paused.get() && Instant::now() < deadline {
+        let (offs, steps, end) = walk_batch(shard, started_ms);
+        last = end;
+        if offs.is_empty() {
+            break;
         }
-        let (min, max) = shard.queue_bounds(TRANS_HALF_TOPIC, HALF_QUEUE_ID);
-        let off = {
+        {
             let mut st = shard.transaction.borrow_mut();
             let Some(st) = st.as_mut() else { return };
-            st.skip_to(min);
-            if st.half_progress >= max || !st.begin_check(st.half_progress) {
+            if !st.begin_checks(&offs) {
                 break;
             }
-            st.half_progress
-        };
-        let step = examine(shard, off, started_ms);
-        let (ok, uniq, copy) = match step {
-            Step::Stop => {
-                end_check(shard, off, false, None, None);
-                break;
+        }
+        let mut records = Vec::new();
+        let has_discard = steps.iter().any(|s| matches!(s, Step::Discard { .. }));
+        let mut ok = !has_discard
+            || match ensure_system_topic(shard, TRANS_CHECK_MAX_TIME_TOPIC).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot create {TRANS_CHECK_MAX_TIME_TOPIC}; the next run retries");
+                    false
+                }
+            };
+        let mut entries = Vec::with_capacity(offs.len());
+        let mut pending = Vec::new();
+        let mut parts = Vec::with_capacity(steps.len());
+        for step in steps {
+            match step {
+                Step::Stop | Step::Skip => parts.push((None, None, None)),
+                Step::Discard { record, uniq } => {
+                    records.push(record);
+                    parts.push((Some(uniq), None, None));
+                }
+                Step::PutBack { copy, uniq, check } => {
+                    parts.push((Some(uniq), Some(records.len()), check));
+                    records.push(copy);
+                }
             }
-            Step::Skip => (true, None, None),
-            Step::Discard { record, uniq } => {
-                let ok = discard(shard, record, &uniq).await;
-                discarded += ok as usize;
-                (ok, Some(uniq), None)
-            }
-            Step::PutBack { copy, uniq, check } => {
-                match send::append(shard, vec![copy], true).await {
-                    Ok(outcome) => {
-                        let at = CopyAt {
-                            phy: outcome.phy_offsets.first().copied().unwrap_or(0),
-                            queue_offset: outcome.queue_offsets.first().copied().unwrap_or(0),
-                            store_timestamp: outcome.store_timestamp,
-                        };
-                        if let Some(c) = check {
-                            let cmd =
-                                records::check_request(shard, c.body, &c.real_topic, &uniq, &at);
-                            producers.send(shard, &c.group, cmd).await;
-                            checked += 1;
-                        }
-                        (true, Some(uniq), Some(at.queue_offset))
-                    }
-                    Err(e) => {
-                        tracing::warn!(half = off, error = %e, "cannot put a half message back for its check; the next run retries");
-                        (false, None, None)
-                    }
+        }
+        let outcome = if !ok || records.is_empty() {
+            None
+        } else {
+            match send::append(shard, records, true).await {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot store the check's copies; the next run retries");
+                    ok = false;
+                    None
                 }
             }
         };
-        end_check(shard, off, ok, uniq.as_deref(), copy);
+        for (off, (uniq, at_index, check)) in offs.iter().zip(parts) {
+            let at = match (&outcome, at_index) {
+                (Some(o), Some(i)) => Some(CopyAt {
+                    phy: o.phy_offsets.get(i).copied().unwrap_or(0),
+                    queue_offset: o.queue_offsets.get(i).copied().unwrap_or(0),
+                    store_timestamp: o.store_timestamp,
+                }),
+                _ => None,
+            };
+            if ok && at.is_none() && uniq.is_some() {
+                discarded += 1;
+                tracing::info!(half = off, uniq = uniq.as_deref().unwrap_or(""), "transaction checked transactionCheckMax times without a decision; moved to {TRANS_CHECK_MAX_TIME_TOPIC}");
+            }
+            entries.push((*off, uniq.clone(), at.as_ref().map(|a| a.queue_offset)));
+            if let (Some(c), Some(at), Some(u)) = (check, at, uniq) {
+                pending.push((c, u, at));
+            }
+        }
+        {
+            let mut st = shard.transaction.borrow_mut();
+            let Some(st) = st.as_mut() else { return };
+            st.end_checks(&entries, ok);
+            persist(shard, st);
+        }
         if !ok {
             break;
         }
+        for (c, uniq, at) in pending {
+            let cmd = records::check_request(shard, c.body, &c.real_topic, &uniq, &at);
+            producers.send(shard, &c.group, cmd).await;
+            checked += 1;
+        }
+        futures_lite::future::yield_now().await;
     }
     if checked + discarded > 0 {
         let ms = now_ms() - started_ms;
@@ -139,12 +173,54 @@ pub async fn check_once(shard: &Rc<Shard>) {
     }
 }
 
-fn end_check(shard: &Shard, off: u64, ok: bool, uniq: Option<&str>, copy: Option<u64>) {
-    let mut st = shard.transaction.borrow_mut();
-    if let Some(st) = st.as_mut() {
-        st.end_check(off, ok, uniq, copy);
-        persist(shard, st);
+/// Examines up to a batch of open half messages from the progress on: their offsets, what to do
+/// with each, and whether the walk ends after them (a message too young, the queue's end, or
+/// one being decided).
+fn walk_batch(shard: &Shard, started_ms: i64) -> (Vec<u64>, Vec<Step>, bool) {
+    let (min, max) = shard.queue_bounds(TRANS_HALF_TOPIC, HALF_QUEUE_ID);
+    let mut next = {
+        let mut st = shard.transaction.borrow_mut();
+        let Some(st) = st.as_mut() else {
+            return (Vec::new(), Vec::new(), true);
+        };
+        st.skip_to(min);
+        st.half_progress
+    };
+    let (mut offs, mut steps) = (Vec::new(), Vec::new());
+    let mut bytes = 0usize;
+    while offs.len() < TRANSACTION_CHECK_BATCH && bytes < TRANSACTION_CHECK_BATCH_BYTES {
+        if next >= max {
+            return (offs, steps, true);
+        }
+        let (resolved, deciding) = {
+            let st = shard.transaction.borrow();
+            let Some(st) = st.as_ref() else {
+                return (offs, steps, true);
+            };
+            (st.is_resolved(next), st.is_deciding(next))
+        };
+        if resolved {
+            next += 1;
+            continue;
+        }
+        if deciding {
+            return (offs, steps, true);
+        }
+        let step = examine(shard, next, started_ms);
+        if matches!(step, Step::Stop) {
+            return (offs, steps, true);
+        }
+        bytes += match &step {
+            Step::Discard { record, .. } | Step::PutBack { copy: record, .. } => {
+                record.stored_len()
+            }
+            Step::Stop | Step::Skip => 0,
+        };
+        offs.push(next);
+        steps.push(step);
+        next += 1;
     }
+    (offs, steps, false)
 }
 
 /// Reads the half message at `off` and decides what the walk does with it.
@@ -241,24 +317,6 @@ fn examine(shard: &Shard, off: u64, started_ms: i64) -> Step {
         (Err(e), _) | (_, Err(e)) => {
             tracing::error!(half = off, error = %e, "cannot copy a half message for its check; skipped");
             Step::Skip
-        }
-    }
-}
-
-/// Stores a half message in TRANS_CHECK_MAX_TIME_TOPIC; false when it could not.
-async fn discard(shard: &Rc<Shard>, record: AppendRecord, uniq: &str) -> bool {
-    if let Err(e) = ensure_system_topic(shard, TRANS_CHECK_MAX_TIME_TOPIC).await {
-        tracing::warn!(error = %e, "cannot create {TRANS_CHECK_MAX_TIME_TOPIC}; the next run retries");
-        return false;
-    }
-    match send::append(shard, vec![record], true).await {
-        Ok(_) => {
-            tracing::warn!(uniq, "transaction checked transactionCheckMax times without a decision; moved to {TRANS_CHECK_MAX_TIME_TOPIC}");
-            true
-        }
-        Err(e) => {
-            tracing::warn!(uniq, error = %e, "cannot discard a half message; the next run retries");
-            false
         }
     }
 }

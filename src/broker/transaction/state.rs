@@ -123,25 +123,40 @@ impl TransactionState {
         self.advance();
     }
 
-    /// The check starts writing what resolves `half` (the offset at `half_progress`): a decision
-    /// about it meanwhile is refused as being decided.
-    pub fn begin_check(&mut self, half: u64) -> bool {
-        half == self.half_progress && self.deciding.insert(half)
-    }
-
-    /// The check's write for `half` ended: on success the offset is resolved (`copy` is where a
-    /// put-back copy of transaction `uniq` landed); on failure it stays open.
-    pub fn end_check(&mut self, half: u64, ok: bool, uniq: Option<&str>, copy: Option<u64>) {
-        self.deciding.remove(&half);
-        if ok && half == self.half_progress {
-            self.resolve_next(uniq, copy);
+    /// The check starts writing what resolves `halves` (open offsets from the progress on): a
+    /// decision about one of them meanwhile is refused as being decided.
+    pub fn begin_checks(&mut self, halves: &[u64]) -> bool {
+        if halves
+            .iter()
+            .any(|h| self.is_resolved(*h) || self.deciding.contains(h))
+        {
+            return false;
         }
+        self.deciding.extend(halves.iter().copied());
+        true
     }
 
-    /// The check resolved the offset at `half_progress` (put it back, discarded or skipped it);
-    /// `copy` is the new half offset of a put-back copy of transaction `uniq`.
-    pub fn resolve_next(&mut self, uniq: Option<&str>, copy: Option<u64>) {
-        self.half_progress += 1;
+    /// The check's write for `halves` ended: on success each is resolved (with the half offset
+    /// of the copy put back for its transaction, if any); on failure they stay open.
+    pub fn end_checks(&mut self, halves: &[(u64, Option<String>, Option<u64>)], ok: bool) {
+        for (h, _, _) in halves {
+            self.deciding.remove(h);
+        }
+        if !ok {
+            return;
+        }
+        for (h, uniq, copy) in halves {
+            self.resolve(*h, uniq.as_deref(), *copy);
+        }
+        self.advance();
+    }
+
+    /// The check resolved `half` (put it back, discarded or skipped it); `copy` is the new half
+    /// offset of a put-back copy of transaction `uniq`.
+    pub fn resolve(&mut self, half: u64, uniq: Option<&str>, copy: Option<u64>) {
+        if half >= self.half_progress {
+            self.decided.insert(half);
+        }
         if let Some(u) = uniq {
             match copy {
                 Some(c) => self.copies.entry(u.to_owned()).or_default().push(c),
@@ -220,7 +235,8 @@ mod tests {
     fn decision_resolves_copies() {
         let mut s = TransactionState::new(0, 0);
         // The check put offset 0 back as offset 5.
-        s.resolve_next(Some("U"), Some(5));
+        assert!(s.begin_checks(&[0]));
+        s.end_checks(&[(0, Some("U".into()), Some(5))], true);
         assert_eq!(s.half_progress, 1);
         let t = s.begin_decision(0, "U").unwrap();
         assert_eq!(t, vec![5]);
@@ -238,6 +254,21 @@ mod tests {
         assert_eq!(s.begin_decision(3, "A"), Err(Refusal::BeingDecided));
         s.abort_decision(&t);
         assert!(s.begin_decision(3, "A").is_ok());
+    }
+
+    /// A check over several offsets resolves them all, or none when its write failed; a
+    /// decision about one of them meanwhile is refused.
+    #[test]
+    fn batched_checks() {
+        let mut s = TransactionState::new(0, 0);
+        assert!(s.begin_checks(&[0, 1, 2]));
+        assert_eq!(s.begin_decision(1, "B"), Err(Refusal::BeingDecided));
+        assert!(!s.begin_checks(&[2]));
+        s.end_checks(&[(0, None, None), (1, None, None), (2, None, None)], false);
+        assert_eq!(s.half_progress, 0);
+        assert!(s.begin_checks(&[0, 1, 2]));
+        s.end_checks(&[(0, None, None), (1, None, None), (2, None, None)], true);
+        assert_eq!(s.half_progress, 3);
     }
 
     /// Op records read back at start rebuild the decided set.
