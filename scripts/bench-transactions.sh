@@ -3,8 +3,10 @@
 #   1. committed transactions (C5: prepare + commit, INFLIGHT in flight) against plain sync sends
 #      (C2, the same in flight) on one broker, alternating REPEATS times: the ratio C5/C2;
 #   2. plain sends on a fresh broker (C2) against plain sends while BACKLOG undecided half
-#      messages wait and the check-back scans them every CHECK_INTERVAL ms (C6), each measured
-#      for WAIT_DURATION seconds so that the check runs inside the measurement: the ratio C6/C2.
+#      messages wait and the check-back checks them every CHECK_INTERVAL ms (C6, its producer
+#      answers UNKNOW), each measured for WAIT_DURATION seconds so that check runs fall inside:
+#      the ratio C6/C2;
+#   3. the same with the half messages inside their transactionTimeOut (not due for a check).
 # Each phase starts `ringmq serve` on a fresh store under /tmp (name server 9876, broker 10911)
 # and stops it by pid. Prints one line per run and the ratios; raw JSON lines go to $RESULTS.
 #
@@ -89,12 +91,20 @@ for r in $(seq "$REPEATS"); do
 done
 stop_broker
 
-log "phase 2: plain sends with $BACKLOG undecided half messages waiting"
-start_broker
-base=$(DURATION=$WAIT_DURATION run c2 TxBenchBase)
-waiting=$(DURATION=$WAIT_DURATION run c6 TxBenchWait --backlog "$BACKLOG")
-log "plain $base msg/s; with $BACKLOG waiting $waiting msg/s; ratio $(ratio "$waiting" "$base")"
-grep "transaction check run" "$RESULTS/broker.log" >&2 || log "no check run put anything back"
-
-stop_broker
+# phase NAME [broker options]: plain sends, then plain sends with BACKLOG half messages waiting.
+phase() {
+  local name=$1
+  shift
+  start_broker "$@"
+  local base waiting
+  base=$(DURATION=$WAIT_DURATION run c2 "TxBenchBase$name")
+  waiting=$(DURATION=$WAIT_DURATION run c6 "TxBenchWait$name" --backlog "$BACKLOG")
+  log "$name: plain $base msg/s; with $BACKLOG waiting $waiting msg/s; ratio $(ratio "$waiting" "$base")"
+  grep "transaction check run" "$RESULTS/broker.log" >&2 || log "$name: no check run put anything back"
+  stop_broker
+}
+log "phase 2: $BACKLOG undecided half messages due for checks (answered UNKNOW) every $CHECK_INTERVAL ms"
+phase Due
+log "phase 3: $BACKLOG undecided half messages inside their transactionTimeOut (not due)"
+phase NotDue -o transactionTimeOut=3600000
 log "raw JSON lines: $RAW"
