@@ -14,7 +14,8 @@
 # WAIT_DURATION [30] in phase 2, WARMUP [2],
 # REPEATS [3], INFLIGHT [16], BACKLOG [100000], CHECK_INTERVAL [10000] (ms; RocketMQ's default
 # is 30000, shorter so that scans fall inside the measured run), FLUSH [ASYNC_FLUSH],
-# RESULTS [bench/results/tx-<timestamp>], CARGO_TARGET_DIR [./target], SKIP_BUILD [0].
+# RESULTS [bench/results/tx-<timestamp>], CARGO_TARGET_DIR [./target], SKIP_BUILD [0],
+# PHASES ["1 2 3"].
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +27,7 @@ INFLIGHT=${INFLIGHT:-16}
 BACKLOG=${BACKLOG:-100000}
 CHECK_INTERVAL=${CHECK_INTERVAL:-10000}
 FLUSH=${FLUSH:-ASYNC_FLUSH}
+PHASES=${PHASES:-"1 2 3"}
 RESULTS=${RESULTS:-$REPO/bench/results/tx-$(date +%Y%m%d-%H%M%S)}
 TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 RINGMQ=$TARGET_DIR/release/ringmq
@@ -82,6 +84,9 @@ run() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 
+want() { [[ " $PHASES " == *" $1 "* ]]; }
+
+if want 1; then
 log "phase 1: committed transactions against plain sends, $REPEATS pairs, $INFLIGHT in flight"
 start_broker
 for r in $(seq "$REPEATS"); do
@@ -90,6 +95,7 @@ for r in $(seq "$REPEATS"); do
   log "pair $r: plain $plain msg/s, committed transactions $tx msg/s, ratio $(ratio "$tx" "$plain")"
 done
 stop_broker
+fi
 
 # phase NAME [broker options]: plain sends, then plain sends with BACKLOG half messages waiting.
 phase() {
@@ -103,8 +109,12 @@ phase() {
   grep "transaction check run" "$RESULTS/broker.log" >&2 || log "$name: no check run put anything back"
   stop_broker
 }
-log "phase 2: $BACKLOG undecided half messages due for checks (answered UNKNOW) every $CHECK_INTERVAL ms"
-phase Due
-log "phase 3: $BACKLOG undecided half messages inside their transactionTimeOut (not due)"
-phase NotDue -o transactionTimeOut=3600000
+if want 2; then
+  log "phase 2: $BACKLOG undecided half messages due for checks (answered UNKNOW) every $CHECK_INTERVAL ms"
+  phase Due
+fi
+if want 3; then
+  log "phase 3: $BACKLOG undecided half messages inside their transactionTimeOut (not due)"
+  phase NotDue -o transactionTimeOut=3600000
+fi
 log "raw JSON lines: $RAW"

@@ -1,7 +1,8 @@
 //! Proves the broker's side of transactions byte by byte: a prepared send is invisible on its
 //! topic until END_TRANSACTION commits it, and bad decisions (unknown offset, wrong commit-log
 //! offset, wrong producer group, a second decision, a bad state) are refused with a clear error
-//! and deliver nothing twice; clients cannot write into the transaction topics, and
+//! and deliver nothing twice, and a client's own REAL_TOPIC cannot redirect a commit; clients
+//! cannot write into the transaction topics, and
 //! `rejectTransactionMessage` refuses prepared sends.
 
 mod raw_support;
@@ -52,7 +53,12 @@ fn decisions_are_checked_and_taken_once() {
     let r = c.call(send_cmd(TOPIC, 0, b"plain-0", ""));
     assert_eq!(r.code, 0, "{:?}", r.remark);
 
-    let r = c.call(send_cmd(TOPIC, 0, b"tx-1", &prepared_props("pg", "U1")));
+    // A client's own REAL_TOPIC/REAL_QID cannot redirect the commit: the broker's win.
+    let forged = format!(
+        "REAL_TOPIC\u{1}SCHEDULE_TOPIC_XXXX\u{2}REAL_QID\u{1}3\u{2}{}",
+        prepared_props("pg", "U1")
+    );
+    let r = c.call(send_cmd(TOPIC, 0, b"tx-1", &forged));
     assert_eq!(r.code, 0, "prepared send: {:?}", r.remark);
     let half_offset: i64 = r.ext("queueOffset").unwrap().parse().unwrap();
     let phy = phy_of(r.ext("msgId").unwrap());

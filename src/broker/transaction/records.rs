@@ -41,30 +41,34 @@ pub struct Prepared<'a> {
     pub properties: &'a str,
 }
 
-/// The half record of a prepared send and its UNIQ_KEY.
+/// The half record of a prepared send and its UNIQ_KEY. The client's properties are kept as
+/// sent, with the broker's pairs appended (a key's last value wins, as in Java's map, so a
+/// client's own REAL_TOPIC cannot redirect the commit), and the body stays in the request's
+/// frame: the writer copies it from there, as for a plain send.
 pub fn half_record(shard: &Shard, m: Prepared<'_>) -> Result<(AppendRecord, String), BrokerError> {
-    let mut props = properties::parse(m.properties);
-    let uniq = match value(&props, keys::UNIQ_KEY) {
-        Some(u) if !u.is_empty() => u.to_owned(),
-        _ => {
+    let mut props = String::with_capacity(m.properties.len() + 160);
+    props.push_str(m.properties);
+    let uniq = match properties::get(m.properties, keys::UNIQ_KEY) {
+        Some(u) => u.to_owned(),
+        None => {
             let u = shard.uniq.borrow_mut().next(crate::broker::now_ms());
-            set(&mut props, keys::UNIQ_KEY, u.clone());
+            properties::append(&mut props, keys::UNIQ_KEY, &u);
             u
         }
     };
-    if value(&props, keys::CLUSTER).is_none() {
-        set(
+    if properties::get(m.properties, keys::CLUSTER).is_none() {
+        properties::append(
             &mut props,
             keys::CLUSTER,
-            shard.ctx.cfg.broker_cluster_name.clone(),
+            &shard.ctx.cfg.broker_cluster_name,
         );
     }
-    set(&mut props, keys::REAL_TOPIC, m.topic.to_owned());
-    set(&mut props, keys::REAL_QID, m.queue_id.to_string());
-    set(&mut props, keys::TRANSACTION_ID, uniq.clone());
-    let fields = Fields {
+    properties::append(&mut props, keys::REAL_TOPIC, m.topic);
+    properties::append(&mut props, keys::REAL_QID, &m.queue_id.to_string());
+    properties::append(&mut props, keys::TRANSACTION_ID, &uniq);
+    let msg = MessageToStore {
         topic: TRANS_HALF_TOPIC,
-        queue_id: HALF_QUEUE_ID,
+        queue_id: HALF_QUEUE_ID as i32,
         flag: m.flag,
         sys_flag: with_type(m.sys_flag, sys_flag::TRANSACTION_NOT_TYPE),
         born_timestamp: m.born_timestamp,
@@ -72,27 +76,70 @@ pub fn half_record(shard: &Shard, m: Prepared<'_>) -> Result<(AppendRecord, Stri
         store_host: shard.ctx.store_host,
         reconsume_times: m.reconsume_times,
         prepared_transaction_offset: 0,
+        body: m.body,
+        properties: &props,
     };
-    Ok((encode(&fields, m.body, &props)?, uniq))
+    let mut bytes = BytesMut::with_capacity(message::stored_len(
+        msg.sys_flag | sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6,
+        0,
+        TRANS_HALF_TOPIC.len(),
+        props.len(),
+    ));
+    let body_at = message::encode_without_body(&msg, &mut bytes)
+        .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+    let record = AppendRecord {
+        topic: Some(TRANS_HALF_TOPIC.into()),
+        queue_id: HALF_QUEUE_ID,
+        tags_code: TagsCode::Known(tags_code(properties::get(&props, keys::TAGS))),
+        keys: IndexKeys::Owned(indexed_keys(&props)),
+        dispatch: true,
+        bytes,
+        body: m.body.clone(),
+        body_at: body_at as u32,
+    };
+    Ok((record, uniq))
 }
 
-/// The half message `half` (stored at `half_phy`) committed to its real topic and queue.
+/// KEYS split on spaces, then UNIQ_KEY: what the IndexFile indexes.
+fn indexed_keys(props: &str) -> Vec<String> {
+    let mut out: Vec<String> = properties::get(props, keys::KEYS)
+        .map(|k| {
+            k.split(' ')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(u) = properties::get(props, keys::UNIQ_KEY) {
+        out.push(u.to_owned());
+    }
+    out
+}
+
+/// The half message `half` (stored at `half_phy`) committed to its real topic and queue: its
+/// properties without REAL_TOPIC, REAL_QID and TRAN_MSG, copied pair by pair.
 pub fn committed_record(
     half: &DecodedRecord<'_>,
     half_phy: u64,
 ) -> Result<AppendRecord, BrokerError> {
-    let mut props = properties::parse(half.properties);
-    let topic = take(&mut props, keys::REAL_TOPIC);
-    let qid = take(&mut props, keys::REAL_QID).and_then(|q| q.parse::<u32>().ok());
+    let mut props = String::with_capacity(half.properties.len());
+    let (mut topic, mut qid) = (None, None);
+    for (k, v) in properties::pairs(half.properties) {
+        match k {
+            keys::REAL_TOPIC => topic = Some(v),
+            keys::REAL_QID => qid = v.parse::<u32>().ok(),
+            keys::TRAN_MSG => {}
+            _ => properties::append(&mut props, k, v),
+        }
+    }
     let (Some(topic), Some(qid)) = (topic, qid) else {
         return Err(BrokerError::System(format!(
             "the half message at {half_phy} has no REAL_TOPIC/REAL_QID"
         )));
     };
-    take(&mut props, keys::TRAN_MSG);
-    let fields = Fields {
-        topic: &topic,
-        queue_id: qid,
+    let msg = MessageToStore {
+        topic,
+        queue_id: qid as i32,
         flag: half.flag,
         sys_flag: with_type(half.sys_flag, sys_flag::TRANSACTION_COMMIT),
         born_timestamp: half.born_timestamp,
@@ -100,8 +147,24 @@ pub fn committed_record(
         store_host: half.store_host,
         reconsume_times: half.reconsume_times,
         prepared_transaction_offset: half_phy as i64,
+        body: half.body,
+        properties: &props,
     };
-    encode(&fields, half.body, &props)
+    let mut bytes = BytesMut::with_capacity(message::stored_len(
+        msg.sys_flag | sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6,
+        half.body.len(),
+        topic.len(),
+        props.len(),
+    ));
+    message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
+    Ok(AppendRecord::whole(
+        Some(topic.into()),
+        qid,
+        TagsCode::Known(tags_code(properties::get(&props, keys::TAGS))),
+        IndexKeys::Owned(indexed_keys(&props)),
+        true,
+        bytes,
+    ))
 }
 
 /// The op record of a decision that resolves the half offsets `halves`.
@@ -311,12 +374,6 @@ pub fn value<'a>(props: &'a [(String, String)], key: &str) -> Option<&'a str> {
 pub fn set(props: &mut Vec<(String, String)>, key: &str, v: String) {
     props.retain(|(k, _)| k != key);
     props.push((key.to_owned(), v));
-}
-
-fn take(props: &mut Vec<(String, String)>, key: &str) -> Option<String> {
-    let v = value(props, key).map(str::to_owned);
-    props.retain(|(k, _)| k != key);
-    v
 }
 
 #[cfg(test)]
