@@ -12,7 +12,6 @@ use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::broker::send::index_keys;
 use crate::broker::topic_validator::{
     TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
 };
@@ -137,34 +136,14 @@ pub fn committed_record(
             "the half message at {half_phy} has no REAL_TOPIC/REAL_QID"
         )));
     };
-    let msg = MessageToStore {
+    let fields = Fields::of(
+        half,
         topic,
-        queue_id: qid as i32,
-        flag: half.flag,
-        sys_flag: with_type(half.sys_flag, sys_flag::TRANSACTION_COMMIT),
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        store_host: half.store_host,
-        reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: half_phy as i64,
-        body: half.body,
-        properties: &props,
-    };
-    let mut bytes = BytesMut::with_capacity(message::stored_len(
-        msg.sys_flag | sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6,
-        half.body.len(),
-        topic.len(),
-        props.len(),
-    ));
-    message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
-    Ok(AppendRecord::whole(
-        Some(topic.into()),
         qid,
-        TagsCode::Known(tags_code(properties::get(&props, keys::TAGS))),
-        IndexKeys::Owned(indexed_keys(&props)),
-        true,
-        bytes,
-    ))
+        with_type(half.sys_flag, sys_flag::TRANSACTION_COMMIT),
+        half_phy as i64,
+    );
+    encode_str(&fields, half.body, &props)
 }
 
 /// The op record of a decision that resolves the half offsets `halves`.
@@ -209,35 +188,14 @@ pub fn half_copy(
     half: &DecodedRecord<'_>,
     props: &[(String, String)],
 ) -> Result<AppendRecord, BrokerError> {
-    let fields = Fields {
-        topic: TRANS_HALF_TOPIC,
-        queue_id: HALF_QUEUE_ID,
-        flag: half.flag,
-        sys_flag: half.sys_flag,
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        store_host: half.store_host,
-        reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: 0,
-    };
+    let fields = Fields::of(half, TRANS_HALF_TOPIC, HALF_QUEUE_ID, half.sys_flag, 0);
     encode(&fields, half.body, props)
 }
 
 /// A half message given up after `transactionCheckMax` checks, for TRANS_CHECK_MAX_TIME_TOPIC.
 pub fn discarded_record(half: &DecodedRecord<'_>) -> Result<AppendRecord, BrokerError> {
-    let props = properties::parse(half.properties);
-    let fields = Fields {
-        topic: TRANS_CHECK_MAX_TIME_TOPIC,
-        queue_id: 0,
-        flag: half.flag,
-        sys_flag: half.sys_flag,
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        store_host: half.store_host,
-        reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: 0,
-    };
-    encode(&fields, half.body, &props)
+    let fields = Fields::of(half, TRANS_CHECK_MAX_TIME_TOPIC, 0, half.sys_flag, 0);
+    encode_str(&fields, half.body, half.properties)
 }
 
 /// Where a put-back copy landed.
@@ -319,12 +277,40 @@ struct Fields<'a> {
     prepared_transaction_offset: i64,
 }
 
+impl<'a> Fields<'a> {
+    /// A stored record's fields, moved to `topic`/`queue_id` with `sys_flag`.
+    fn of(
+        r: &DecodedRecord<'_>,
+        topic: &'a str,
+        queue_id: u32,
+        sys_flag: i32,
+        prepared_transaction_offset: i64,
+    ) -> Self {
+        Fields {
+            topic,
+            queue_id,
+            flag: r.flag,
+            sys_flag,
+            born_timestamp: r.born_timestamp,
+            born_host: r.born_host,
+            store_host: r.store_host,
+            reconsume_times: r.reconsume_times,
+            prepared_transaction_offset,
+        }
+    }
+}
+
 fn encode(
     f: &Fields<'_>,
     body: &[u8],
     props: &[(String, String)],
 ) -> Result<AppendRecord, BrokerError> {
     let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    encode_str(f, body, &props_str)
+}
+
+/// The record with its body inside; its tag hash and index keys from `props`.
+fn encode_str(f: &Fields<'_>, body: &[u8], props: &str) -> Result<AppendRecord, BrokerError> {
     let msg = MessageToStore {
         topic: f.topic,
         queue_id: f.queue_id as i32,
@@ -336,13 +322,13 @@ fn encode(
         reconsume_times: f.reconsume_times,
         prepared_transaction_offset: f.prepared_transaction_offset,
         body,
-        properties: &props_str,
+        properties: props,
     };
     let mut bytes = BytesMut::with_capacity(message::stored_len(
         f.sys_flag | sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6,
         body.len(),
         f.topic.len(),
-        props_str.len(),
+        props.len(),
     ));
     message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
     Ok(AppendRecord::whole(
@@ -350,8 +336,8 @@ fn encode(
         f.queue_id,
         // The tag hash, as `store::tags_code` gives it outside the parking topics: these records
         // go to the transaction topics or to a topic a client sent to, never to the schedule one.
-        TagsCode::Known(tags_code(value(props, keys::TAGS))),
-        IndexKeys::Owned(index_keys(props)),
+        TagsCode::Known(tags_code(properties::get(props, keys::TAGS))),
+        IndexKeys::Owned(indexed_keys(props)),
         true,
         bytes,
     ))
