@@ -238,8 +238,8 @@ async fn run(a: &Args) -> Result<Outcome, String> {
     Ok(out)
 }
 
-/// The client library's runtime, configured as PEER.md says: with the default blocking-lane
-/// limits a push consumer on 2 cores rejects consume tasks and stalls.
+/// The client library's runtime with raised blocking-lane limits: with the defaults a push
+/// consumer on 2 cores rejects consume tasks and stalls.
 fn client_owner() -> Result<RuntimeOwner, String> {
     let mut config = RuntimeConfig {
         thread_name: "bench-client".to_string(),

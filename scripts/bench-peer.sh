@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: ringmq against the rocketmq-rust 1.0.0 peer (docs: PEER.md), driven by
-# the same load generator (ringmq-bench) with the same settings, alternating, REPEATS times.
+# Side-by-side benchmark: ringmq against the rocketmq-rust 1.0.0 peer (its crates.io name server
+# and broker, installed outside the repository by build_peer below), driven by the same load
+# generator (ringmq-bench) with the same settings, alternating, REPEATS times.
 # Opt-in workloads C1/C2/C4 drive both brokers with the real client rocketmq-client-rust 1.0.0
 # instead (bench/client_workloads.rs: sync send 1 and 16 in flight, push-consumer drain).
 #
@@ -95,7 +96,7 @@ build_peer() {
     done
   fi
   peer_ready && return
-  log "building the peer per PEER.md into $PEER (about 15 minutes on 2 cores)"
+  log "building the peer (cargo install rocketmq-namesrv/rocketmq-broker 1.0.0) into $PEER (~15 min on 2 cores)"
   CARGO_TARGET_DIR=$PEER/target cargo install --locked --root "$PEER" rocketmq-namesrv@1.0.0 \
     >"$PEER/build-namesrv.log" 2>&1
   CARGO_TARGET_DIR=$PEER/target cargo install --locked --root "$PEER" rocketmq-broker@1.0.0 \

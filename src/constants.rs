@@ -103,7 +103,7 @@ const _: () =
 const _: () = assert!(READ_CHUNK <= MAX_FRAME_LEN);
 const _: () = assert!(READ_CHUNK_INITIAL <= READ_CHUNK && READ_CHUNK_INITIAL > 0);
 
-// ---- ConsumeQueue and IndexFile on-disk sizes (PROTOCOL.md 4.3, 4.4) ----
+// ---- ConsumeQueue and IndexFile on-disk sizes (Java's `ConsumeQueue` and `IndexFile`) ----
 
 /// One ConsumeQueue unit: phy_offset i64 | size i32 | tags_code i64, big-endian.
 pub const CQ_UNIT_SIZE: u64 = 20;
@@ -143,7 +143,7 @@ pub const MAX_MESSAGE_SIZE_DEFAULT: usize = 4 << 20;
 pub const MAX_RECORD_OVERHEAD: usize = 64 << 10;
 /// Page size used to count dirty pages for `flushCommitLogLeastPages`.
 pub const OS_PAGE_SIZE: u64 = 4096;
-/// The checkpoint file is one 4 KiB page (PROTOCOL.md 4.5).
+/// The checkpoint file is one 4 KiB page (Java's `StoreCheckpoint` maps one OS page).
 pub const CHECKPOINT_FILE_SIZE: usize = 4096;
 /// Bytes of the checkpoint actually used: five longs.
 pub const CHECKPOINT_USED_LEN: usize = 40;

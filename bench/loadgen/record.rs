@@ -1,4 +1,4 @@
-//! Counts stored-message records (PROTOCOL.md 3.5) in a PULL_MESSAGE response body without
+//! Counts stored-message records (CommitLog layout) in a PULL_MESSAGE response body without
 //! copying them, and finds each body's first bytes for end-to-end timestamps.
 //!
 //! A thin adapter over `ringmq::protocol::message::decode` (CRC not checked: the broker
@@ -54,7 +54,7 @@ mod tests {
     const MAGIC_V2: u32 = 0xDAA3_20AB;
     const BLANK_MAGIC: u32 = 0xCBD4_3194;
 
-    /// Builds a record by the PROTOCOL.md 3.5 table (independent of the walker).
+    /// Builds a record field by field in the CommitLog layout (independent of the walker).
     fn record(
         v6_born: bool,
         v6_store: bool,

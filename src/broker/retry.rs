@@ -1,6 +1,7 @@
 //! CONSUMER_SEND_MSG_BACK (36): a consumer failed a message; store it again in
 //! `%RETRY%<group>` with delay level `3 + reconsumeTimes` (or the requested level), or in
-//! `%DLQ%<group>` once `maxReconsumeTimes` is reached or the level is negative (PROTOCOL 2.7).
+//! `%DLQ%<group>` once `maxReconsumeTimes` is reached or the level is negative (Java's
+//! `SendMessageProcessor.consumerSendMsgBack`).
 
 use std::rc::Rc;
 

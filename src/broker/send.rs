@@ -232,7 +232,9 @@ async fn send_inner(
             big.body.len()
         )));
     }
-    // A retry-topic send past the group's limit goes to the dead-letter queue (PROTOCOL 2.3 step 3).
+    // A retry-topic send past the group's limit goes to the dead-letter queue, as in Java's
+    // `SendMessageProcessor.handleRetryAndDLQ` (a client whose CONSUMER_SEND_MSG_BACK failed
+    // resends to `%RETRY%<group>` itself).
     let mut topic = h.topic.clone();
     let mut queue_id = queue_id;
     if let Some(group) = h.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {

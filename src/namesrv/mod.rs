@@ -1,4 +1,4 @@
-//! The name server core: RocketMQ's `NamesrvController` minus the sockets (PROTOCOL.md 5).
+//! The name server core: RocketMQ's `NamesrvController` and `RouteInfoManager` minus the sockets.
 //!
 //! Owns the route table (`route_table`), broker liveness and the KV config (`kv_config`). The
 //! remoting layer calls `NameServer::handle` once per decoded request frame, with the

@@ -1,4 +1,4 @@
-//! Decoding of REGISTER_BROKER's compressed body (PROTOCOL.md 5.2, Java's
+//! Decoding of REGISTER_BROKER's compressed body (Java's
 //! `RegisterBrokerBody.decode(data, compressed=true, version)`).
 //!
 //! Called by the REGISTER_BROKER handler when the header says `compressed=true`; the plain JSON

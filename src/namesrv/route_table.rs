@@ -112,9 +112,9 @@ impl RouteTable {
         Self::default()
     }
 
-    /// Applies one registration (PROTOCOL.md 5.2). Queue routes are rewritten from the master's
-    /// (or, in acting-master mode, the lowest-id slave's) topic table when this is the address's
-    /// first registration or its topic-config version changed.
+    /// Applies one registration (Java's `RouteInfoManager.registerBroker`). Queue routes are
+    /// rewritten from the master's (or, in acting-master mode, the lowest-id slave's) topic table
+    /// when this is the address's first registration or its topic-config version changed.
     pub fn register(&mut self, reg: Registration, now_ms: i64) -> RegisterOutcome {
         let key = live_key(&reg.cluster, &reg.broker_addr);
         // The same address re-registering under another broker name leaves its old group.

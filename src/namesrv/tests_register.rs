@@ -237,7 +237,7 @@ fn bad_input_gets_error_responses() {
     assert!(ns.handle(1, &stray, 0).is_none());
 }
 
-/// The legacy route is byte-for-byte the fastjson form of PROTOCOL.md 5.1 (sorted fields,
+/// The legacy route is byte-for-byte fastjson's `TopicRouteData` output (sorted fields,
 /// unquoted broker ids, empty filterServerTable); the strict form only quotes the ids.
 #[test]
 fn legacy_route_matches_spec_bytes() {

@@ -1,4 +1,4 @@
-//! The SEND_BATCH_MESSAGE body (PROTOCOL.md 3.4, Java `MessageDecoder.encodeMessages`).
+//! The SEND_BATCH_MESSAGE body (Java `MessageDecoder.encodeMessages`).
 //!
 //! Records: totalSize int, magic int (0, ignored), bodyCRC int (0, ignored), flag int,
 //! bodyLen int + body, propertiesLen short + properties. Called by the send path (decode) and the

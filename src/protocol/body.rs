@@ -1,4 +1,5 @@
-//! JSON bodies with RocketMQ's fastjson field names (PROTOCOL.md 2.6, 2.10, 2.11, 5).
+//! JSON bodies with RocketMQ's fastjson field names: heartbeat, queue locks, topic and group
+//! administration, routes and broker registration.
 //!
 //! Structs mirror the Java classes clients and name servers exchange; field order is
 //! alphabetical by JSON name because fastjson sorts, so our output reads like Java's. Enums

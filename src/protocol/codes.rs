@@ -1,7 +1,7 @@
 //! Request codes, response codes, language codes and the version we announce.
 //!
 //! Values are RocketMQ's `RequestCode`, `ResponseCode`/`RemotingSysResponseCode` and
-//! `LanguageCode` (PROTOCOL.md 1.2, 1.7, 1.8, 2.1, 2.2). Used by every handler and by
+//! `LanguageCode`, plus `MQVersion`. Used by every handler and by
 //! `command` to turn the JSON language name into the wire byte and back.
 
 /// `MQVersion.Version.V5_3_3.ordinal()`: the version we put into commands we emit.
@@ -179,7 +179,7 @@ pub fn language_name(code: u8) -> &'static str {
 mod tests {
     use super::*;
 
-    /// The language table round-trips and matches PROTOCOL.md 1.2's numbering.
+    /// The language table round-trips and matches Java's `LanguageCode` byte codes.
     #[test]
     fn language_names_round_trip() {
         for (i, n) in LANGUAGE_NAMES.iter().enumerate() {

@@ -1,4 +1,5 @@
-//! `RemotingCommand`: the one message shape of RocketMQ's remoting protocol (PROTOCOL.md 1.1-1.6).
+//! `RemotingCommand`: the one message shape of RocketMQ's remoting protocol (Java's class of
+//! the same name).
 //!
 //! Owns decode of a frame (JSON or ROCKETMQ binary header, chosen by the type byte) and encode
 //! of full frames or, for zero-copy replies, of the prefix alone. Called by the remoting layer

@@ -1,4 +1,4 @@
-//! Splits the TCP byte stream into frames (PROTOCOL.md 1.1).
+//! Splits the TCP byte stream into frames (Java's `NettyDecoder`).
 //!
 //! A frame is a big-endian int `length` followed by `length` bytes (header-length word, header,
 //! body). Called by the remoting layer's read loop with its accumulation buffer. Invariant: the

@@ -1,4 +1,4 @@
-//! Stored-message record codec (PROTOCOL.md 3.5 / 3.6): the exact byte layout of one CommitLog
+//! Stored-message record codec (Java's `MessageDecoder`): the exact byte layout of one CommitLog
 //! record, which is also one element of a pull/query/view response body.
 //!
 //! Callers: the send path encodes (`encode`) on a shard with all offsets zero; the writer thread
@@ -22,7 +22,7 @@ pub const TOPIC_LEN_V1_MAX: usize = 127;
 /// Topic and properties lengths are Java shorts.
 pub const SHORT_LEN_MAX: usize = i16::MAX as usize;
 
-/// Fixed field offsets (PROTOCOL.md 3.5); those after BORNHOST depend on the host widths.
+/// Fixed field offsets; those after BORNHOST depend on the host widths (IPv4 8 bytes, IPv6 20).
 pub const OFF_TOTAL_SIZE: usize = 0;
 pub const OFF_MAGIC: usize = 4;
 pub const OFF_BODY_CRC: usize = 8;
@@ -34,7 +34,7 @@ pub const OFF_SYS_FLAG: usize = 36;
 pub const OFF_BORN_TIMESTAMP: usize = 40;
 pub const OFF_BORN_HOST: usize = 48;
 
-/// MessageSysFlag bits (PROTOCOL.md 3.6).
+/// Java's `MessageSysFlag` bits.
 pub mod sys_flag {
     pub const COMPRESSED: i32 = 0x1;
     pub const MULTI_TAGS: i32 = 0x2;

@@ -1,5 +1,5 @@
-//! Tests of the stored-record codec: golden bytes written by hand from the PROTOCOL.md 3.5
-//! table, error paths, and properties (round trip, no panic on arbitrary bytes).
+//! Tests of the stored-record codec: golden bytes written by hand field by field (not by the
+//! encoder), error paths, and properties (round trip, no panic on arbitrary bytes).
 
 use super::*;
 use proptest::prelude::*;

@@ -1,4 +1,4 @@
-//! Message ids (PROTOCOL.md 3.7).
+//! Message ids (Java's `MessageDecoder.createMessageId` and `MessageClientIDSetter`).
 //!
 //! The offset msg id is uppercase hex of store IP (4 or 16 bytes) + port (int) + commit-log
 //! offset (long): 32 hex chars for IPv4, 56 for IPv6; the decoder picks the family from the

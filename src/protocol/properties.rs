@@ -1,4 +1,5 @@
-//! The message properties string (PROTOCOL.md 3.1, 3.2): `key 0x01 value 0x02` repeated.
+//! The message properties string: `key 0x01 value 0x02` repeated; well-known keys are Java's
+//! `MessageConst`.
 //!
 //! Parse follows Java's `MessageDecoder.string2messageProperties` exactly: split on 0x02, keep a
 //! segment only if its first 0x01 has a non-empty key before it and a non-empty value after it,

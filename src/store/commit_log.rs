@@ -1,7 +1,8 @@
 //! CommitLog: the sequence of fixed-size segments holding stored-message records back to back
-//! (PROTOCOL.md 4.2), the write position and the flushed position. The writer places a batch's
-//! records (`place`), patches them in their own buffers, and writes them with pwritev
-//! (`write_placed`) before anything is published: no staging copy.
+//! (each file named by its start offset, `%020d`, as in Java's `CommitLog`), the write position
+//! and the flushed position. The writer places a batch's records (`place`), patches them in
+//! their own buffers, and writes them with pwritev (`write_placed`) before anything is
+//! published: no staging copy.
 //!
 //! Owned and mutated only by the writer thread (loaded and truncated by `store::open` before the
 //! writer starts). Invariants: segments are contiguous (`start = first + i * size`); the write
@@ -68,7 +69,7 @@ pub struct AppendMark {
 }
 
 impl CommitLog {
-    /// Opens the segments under `<root>/commitlog` (PROTOCOL.md 4.6 step 1). The write position
+    /// Opens the segments under `<root>/commitlog`, sorted by start offset. The write position
     /// is unknown until recovery calls `recover_to`.
     pub fn load(cfg: &StoreConfig, lock: Option<StoreLock>) -> Result<Self, StoreError> {
         let dir = cfg.commit_log_dir();

@@ -1,4 +1,5 @@
-//! The small control files of a store root (PROTOCOL.md 4.5): `lock` (exclusive flock held while
+//! The small control files of a store root (as Java's `DefaultMessageStore` and
+//! `StoreCheckpoint` keep them): `lock` (exclusive flock held while
 //! the store is open), `abort` (exists while running; present at open = crash) and `checkpoint`
 //! (4 KiB, big-endian longs at 0/8/16/24/32).
 //!
@@ -129,7 +130,7 @@ impl Checkpoint {
         })
     }
 
-    /// `min(physic, logics) - 3000 ms`, floored at 0 (PROTOCOL.md 4.5).
+    /// `min(physic, logics) - 3000 ms`, floored at 0 (Java's `StoreCheckpoint.getMinTimestamp`).
     pub fn min_timestamp(&self) -> i64 {
         let logics = self.logics_msg_timestamp.load(Ordering::Acquire);
         (self.physic_msg_timestamp.min(logics) - 3000).max(0)

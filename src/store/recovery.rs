@@ -1,4 +1,5 @@
-//! Startup: lock, abort-file check, commit-log load and recovery (PROTOCOL.md 4.6), consume
+//! Startup: lock, abort-file check, commit-log load and recovery (Java's
+//! `CommitLog.recoverNormally`/`recoverAbnormally`), consume
 //! queue and index rebuild, checkpoint. `open` runs single-threaded before the writer and the
 //! shards start and hands everything over in an `OpenedStore`.
 //!
@@ -123,7 +124,7 @@ fn record_timestamp(log: &CommitLog, phy: u64) -> Option<i64> {
     (rec.phy_offset == phy as i64).then_some(rec.store_timestamp)
 }
 
-/// Index of the segment recovery scans from (PROTOCOL.md 4.6 steps 2-4).
+/// Index of the segment recovery scans from.
 ///
 /// After a crash: walk the segments backwards to the newest one whose first record was stored
 /// at or before the checkpoint's `min(physic, logics) - 3 s` (everything before it is durable in

@@ -3,7 +3,7 @@
 //!
 //! Owns: spawning `ringmq serve` / `ringmq broker` in a fresh temp store with ephemeral ports
 //! ([`Broker`], [`SecondBroker`]), the tokio runtime every test body runs on ([`run`], which also
-//! enforces the per-test time budget), the client runtime set up as PEER.md prescribes
+//! enforces the per-test time budget), the client runtime with raised blocking-lane limits
 //! ([`client_runtime`]), and small factories for producers, push / lite-pull consumers and the
 //! admin client. Every test file `mod common;`s this file and uses only part of it, hence the
 //! `dead_code` allowance.
@@ -497,8 +497,8 @@ pub async fn within<T>(secs: u64, what: &str, fut: impl Future<Output = T>) -> T
     }
 }
 
-/// The client library's own runtime owner, shared by all clients of one test binary. Configured
-/// as PEER.md says: with the default blocking-lane limits a push consumer on 2 cores rejects
+/// The client library's own runtime owner, shared by all clients of one test binary. Its
+/// blocking-lane limits are raised: with the defaults a push consumer on 2 cores rejects
 /// consume tasks (`runtime.capacity.exhausted`) and stalls.
 static CLIENT_OWNER: LazyLock<RuntimeOwner> = LazyLock::new(|| {
     let mut config = RuntimeConfig {

@@ -1,7 +1,7 @@
-//! REGISTER_BROKER body in both forms (PROTOCOL.md 5.2): JSON, or with header `compressed=true`
-//! a zlib stream of length-prefixed parts: DataVersion JSON, topic count + per topic
-//! `TopicConfig.encode()` ("name read write perm filterType [attributesJson]", space separated),
-//! filterServerList JSON, and (5.x) mapping count + per mapping JSON.
+//! REGISTER_BROKER body in both forms (Java's `RegisterBrokerBody`): JSON, or with header
+//! `compressed=true` a zlib stream of length-prefixed parts: DataVersion JSON, topic count + per
+//! topic `TopicConfig.encode()` ("name read write perm filterType [attributesJson]", space
+//! separated), filterServerList JSON, and (5.x) mapping count + per mapping JSON.
 //!
 //! Called by the name server (decode) and our broker (encode when configured to compress).
 //! Invariants: inflation stops at `max_inflated` bytes; every length is checked against the

@@ -1,10 +1,10 @@
-//! Body JSON: exact fastjson field names, samples from PROTOCOL.md, legacy keys both ways.
+//! Body JSON: exact fastjson field names, samples of Java clients' output, legacy keys both ways.
 
 use super::*;
 use crate::protocol::java_hash::java_string_hash;
 use crate::protocol::ProtocolError;
 
-/// The heartbeat sample of PROTOCOL.md 2.6 parses with its fastjson names and enum names.
+/// A Java client's `HeartbeatData` JSON parses with its fastjson names and enum names.
 #[test]
 fn parses_java_heartbeat() {
     let json = br#"{"clientID":"10.0.0.5@12345#1","consumerDataSet":[{"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",
@@ -77,7 +77,7 @@ fn sample_route() -> TopicRouteData {
     }
 }
 
-/// The route of PROTOCOL.md 5.1, byte-exact in both the legacy and strict forms.
+/// A `TopicRouteData` route, byte-exact in both the legacy and strict forms.
 #[test]
 fn route_legacy_and_strict_bytes() {
     let r = sample_route();

@@ -1,4 +1,4 @@
-//! The ROCKETMQ binary header (PROTOCOL.md 1.4), big-endian:
+//! The ROCKETMQ binary header (Java's `RocketMQSerializable`), big-endian:
 //! code short, language byte, version short, opaque int, flag int, remarkLen int + remark,
 //! extLen int + entries (keyLen short + key, valLen int + value).
 //!

@@ -1,4 +1,4 @@
-//! The JSON header (PROTOCOL.md 1.3): fastjson output from Java, serde output from rocketmq-rust.
+//! The JSON header: fastjson output from Java, serde output from rocketmq-rust.
 //!
 //! Decode is by field name, order-free, unknown fields ignored; `remark`/`extFields` may be
 //! null; `language` is an enum name (a number is tolerated); extFields values should be strings

@@ -1,4 +1,4 @@
-//! Golden bytes for both header encodings (built by hand from PROTOCOL.md 1.1/1.3/1.4),
+//! Golden bytes for both header encodings (built by hand from the frame layout),
 //! samples of Java and rocketmq-rust JSON headers, and every decode error path.
 
 use bytes::{Bytes, BytesMut};

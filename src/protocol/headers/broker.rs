@@ -1,5 +1,5 @@
 //! Broker request/response headers other than send/pull: offsets, client management, retry,
-//! transactions, query, topic administration (PROTOCOL.md 2.5-2.11).
+//! transactions, query, topic administration.
 
 use super::{ext_header, HeaderField};
 use crate::protocol::{ProtocolError, RemotingCommand};

@@ -1,5 +1,5 @@
 //! Typed custom headers: RocketMQ's `CommandCustomHeader` classes, read from and written to a
-//! command's `extFields` (PROTOCOL.md 1.5, 2.3-2.11, 5.2).
+//! command's `extFields` as strings (what Java's `RemotingCommand.makeCustomHeaderToNet` does).
 //!
 //! Every header has `from_command(&RemotingCommand) -> Result<Self, ProtocolError>` and
 //! `write_to(&self, &mut RemotingCommand)`. Parsing follows Java's types: strings as is, ints

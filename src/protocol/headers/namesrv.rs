@@ -1,4 +1,4 @@
-//! Name-server headers: broker registration, routes, KV config (PROTOCOL.md 2.1, 5).
+//! Name-server headers: broker registration, routes, KV config.
 //! The broker uses `write_to` on the request headers when it registers itself.
 
 use super::ext_header;

@@ -1,4 +1,4 @@
-//! Send and pull headers: the hot-path ones (PROTOCOL.md 2.3, 2.4).
+//! Send and pull headers: the hot-path ones.
 //!
 //! `SendMessageRequestHeader` accepts Java's V1 (long names, code 10/324) and V2 (`a`..`n`,
 //! codes 310/320/325, or whenever field `b` is present) forms; missing-field errors name the

@@ -1,5 +1,5 @@
 //! ConsumeQueue: the per-(topic, queue id) logical index into the commit log, in RocketMQ's
-//! on-disk format byte for byte (PROTOCOL.md 4.3). Files live at
+//! on-disk format byte for byte (Java's `ConsumeQueue`). Files live at
 //! `consumequeue/<topic>/<queueId>/<%020d start byte>`, each `file_size` bytes of 20-byte
 //! big-endian units `phy_offset i64 | size i32 | tags_code i64`; logical offset N is at byte N×20.
 //!

@@ -1,4 +1,4 @@
-//! ConsumeQueue unit tests: golden bytes from PROTOCOL.md 4.3, offset arithmetic across tiny
+//! ConsumeQueue unit tests: golden bytes written by hand, offset arithmetic across tiny
 //! files, reopen, gap fill, truncation, expiry, timestamp search and junk on disk.
 
 use std::fs;

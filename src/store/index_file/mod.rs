@@ -1,5 +1,5 @@
 //! IndexFile: RocketMQ's on-disk hash index from message keys to commit-log offsets, byte for
-//! byte (PROTOCOL.md 4.4): a 40-byte header, `hash_slot_num` 4-byte slots, then `index_num`
+//! byte (Java's `IndexFile`): a 40-byte header, `hash_slot_num` 4-byte slots, then `index_num`
 //! 20-byte entries chained newest to oldest per slot. `IndexService` (service.rs) rolls files
 //! and queries across them.
 //!

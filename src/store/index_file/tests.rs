@@ -1,4 +1,4 @@
-//! IndexFile / IndexService tests: golden header and entry bytes built from PROTOCOL.md 4.4,
+//! IndexFile / IndexService tests: golden header and entry bytes written by hand,
 //! Java hash values, file naming, collisions, time windows, rollover, truncation, retention and
 //! junk.
 
