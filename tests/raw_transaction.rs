@@ -161,3 +161,40 @@ fn reject_transaction_message_refuses_prepared_sends() {
     assert_eq!(r.code, response_code::NO_PERMISSION, "{:?}", r.remark);
     assert_eq!(bodies_from(&mut c, 0), vec!["plain-0"]);
 }
+
+/// A committed message with a delay level is delivered after its delay, as any delayed send,
+/// not at the commit.
+#[test]
+fn committed_message_keeps_its_delay_level() {
+    let b = RawBroker::start(&["messageDelayLevel=1s 3s"]);
+    let mut c = Conn::connect(b.broker);
+    let r = c.call(send_cmd(TOPIC, 0, b"plain-0", ""));
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    let props = format!("DELAY\u{1}2\u{2}{}", prepared_props("pg", "UD"));
+    let r = c.call(send_cmd(TOPIC, 0, b"tx-delayed", &props));
+    assert_eq!(r.code, 0, "prepared send: {:?}", r.remark);
+    let (off, phy) = (
+        r.ext("queueOffset").unwrap().parse::<i64>().unwrap(),
+        phy_of(r.ext("msgId").unwrap()),
+    );
+    let committed_at = std::time::Instant::now();
+    let r = c.call(end_cmd("pg", off, phy, 8));
+    assert_eq!(r.code, 0, "commit: {:?}", r.remark);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(
+        bodies_from(&mut c, 0),
+        vec!["plain-0"],
+        "not before its delay"
+    );
+    let deadline = committed_at + std::time::Duration::from_secs(10);
+    loop {
+        let got = bodies_from(&mut c, 0);
+        if got.len() > 1 {
+            assert_eq!(got, vec!["plain-0", "tx-delayed"], "delivered once");
+            assert!(committed_at.elapsed() >= std::time::Duration::from_millis(2900));
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never delivered");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

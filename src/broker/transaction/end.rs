@@ -120,7 +120,7 @@ pub async fn decide(shard: &Rc<Shard>, d: Decision) -> Result<(), BrokerError> {
             .unwrap_or("")
             .to_owned();
         let committed = if d.commit {
-            Some(records::committed_record(&half, d.half_phy)?)
+            Some(records::committed_record(shard, &half, d.half_phy)?)
         } else {
             None
         };

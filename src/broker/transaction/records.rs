@@ -118,9 +118,13 @@ fn indexed_keys(props: &str) -> Vec<String> {
 /// The half message `half` (stored at `half_phy`) committed to its real topic and queue: its
 /// properties without REAL_TOPIC, REAL_QID and TRAN_MSG, copied pair by pair.
 pub fn committed_record(
+    shard: &Shard,
     half: &DecodedRecord<'_>,
     half_phy: u64,
 ) -> Result<AppendRecord, BrokerError> {
+    if is_delayed(half.properties) {
+        return delayed_commit(shard, half, half_phy);
+    }
     let mut props = String::with_capacity(half.properties.len());
     let (mut topic, mut qid) = (None, None);
     for (k, v) in properties::pairs(half.properties) {
@@ -144,6 +148,47 @@ pub fn committed_record(
         half_phy as i64,
     );
     encode_str(&fields, half.body, &props)
+}
+
+/// A delay level or a timer on the message: its commit is parked like any delayed send.
+fn is_delayed(props: &str) -> bool {
+    properties::pairs(props).any(|(k, v)| match k {
+        keys::DELAY => v.trim().parse::<i32>().is_ok_and(|l| l > 0),
+        keys::TIMER_DELIVER_MS | keys::TIMER_DELAY_SEC | keys::TIMER_DELAY_MS => true,
+        _ => false,
+    })
+}
+
+/// A committed message with a delay level or a timer goes through the send path's parking
+/// (schedule or timer topic), as RocketMQ treats a COMMIT-type put with a delay.
+fn delayed_commit(
+    shard: &Shard,
+    half: &DecodedRecord<'_>,
+    half_phy: u64,
+) -> Result<AppendRecord, BrokerError> {
+    let mut props = properties::parse(half.properties);
+    let topic = value(&props, keys::REAL_TOPIC).map(str::to_owned);
+    let qid = value(&props, keys::REAL_QID).and_then(|q| q.parse::<i32>().ok());
+    let (Some(topic), Some(qid)) = (topic, qid) else {
+        return Err(BrokerError::System(format!(
+            "the half message at {half_phy} has no REAL_TOPIC/REAL_QID"
+        )));
+    };
+    props.retain(|(k, _)| k != keys::REAL_TOPIC && k != keys::REAL_QID && k != keys::TRAN_MSG);
+    crate::broker::send::build_record(
+        shard,
+        crate::broker::send::Outgoing {
+            topic: &topic,
+            queue_id: qid,
+            flag: half.flag,
+            sys_flag: with_type(half.sys_flag, sys_flag::TRANSACTION_COMMIT),
+            born_timestamp: half.born_timestamp,
+            born_host: half.born_host,
+            reconsume_times: half.reconsume_times,
+            body: half.body,
+            props,
+        },
+    )
 }
 
 /// The op record of a decision that resolves the half offsets `halves`.
