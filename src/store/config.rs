@@ -68,7 +68,7 @@ pub struct StoreConfig {
     /// Pin the ASYNC_FLUSH flusher to this CPU (the broker passes its first shard's core). Its
     /// fdatasyncs start the writeback of everything written, and on the writer's core that
     /// work slowed the writer's own copy into the page cache, the one stage every append of
-    /// every shard goes through (RESULTS, nineteenth session). None: unpinned.
+    /// every shard goes through (bench journal, nineteenth session). None: unpinned.
     pub flush_core: Option<usize>,
     /// Write zeros over every new segment before it becomes active, and fdatasync them
     /// (`warmMapedFileEnable`; `None` = on under SYNC_FLUSH, off under ASYNC_FLUSH, see
