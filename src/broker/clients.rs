@@ -31,20 +31,30 @@ pub async fn heart_beat(
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, BrokerError> {
     let hb: HeartbeatData = body::from_json(&cmd.body)?;
-    let conn_id = conn.id;
+    let chan = ClientChannel {
+        client_id: hb.client_id.clone(),
+        conn_id: conn.id,
+        last_update_ms: 0,
+        client_addr: conn.peer.to_string(),
+        language: cmd.language,
+        version: cmd.version,
+    };
     shard
         .mesh
         .call(
             0,
-            move |s0| async move { register_heartbeat(&s0, hb, conn_id) },
+            move |s0| async move { register_heartbeat(&s0, hb, chan) },
         )
         .await?;
     Ok(RemotingCommand::response_for(cmd, 0, None))
 }
 
 /// Shard 0: apply a heartbeat, publish what changed, notify consumers of changed groups.
-fn register_heartbeat(s0: &Rc<Shard>, hb: HeartbeatData, conn_id: u64) {
+/// `chan` describes the sending connection; its timestamp is set here.
+fn register_heartbeat(s0: &Rc<Shard>, hb: HeartbeatData, mut chan: ClientChannel) {
     let now = now_ms();
+    chan.last_update_ms = now;
+    let conn_id = chan.conn_id;
     let auto_group = s0.ctx.cfg.auto_create_subscription_group;
     let mut changed_groups = Vec::new();
     let mut topics_changed = false;
@@ -52,15 +62,10 @@ fn register_heartbeat(s0: &Rc<Shard>, hb: HeartbeatData, conn_id: u64) {
     {
         let mut m = s0.meta().borrow_mut();
         for p in &hb.producer_data_set {
-            let chan = ClientChannel {
-                client_id: hb.client_id.clone(),
-                conn_id,
-                last_update_ms: now,
-            };
             m.producers
                 .entry(p.group_name.clone())
                 .or_default()
-                .insert(hb.client_id.clone(), chan);
+                .insert(hb.client_id.clone(), chan.clone());
         }
         for c in &hb.consumer_data_set {
             let Some(group_cfg) = m.group_or_create(&c.group_name, auto_group) else {
@@ -79,19 +84,11 @@ fn register_heartbeat(s0: &Rc<Shard>, hb: HeartbeatData, conn_id: u64) {
             let is_new = match info.clients.get_mut(&hb.client_id) {
                 Some(ch) => {
                     let moved = ch.conn_id != conn_id;
-                    ch.conn_id = conn_id;
-                    ch.last_update_ms = now;
+                    *ch = chan.clone();
                     moved
                 }
                 None => {
-                    info.clients.insert(
-                        hb.client_id.clone(),
-                        ClientChannel {
-                            client_id: hb.client_id.clone(),
-                            conn_id,
-                            last_update_ms: now,
-                        },
-                    );
+                    info.clients.insert(hb.client_id.clone(), chan.clone());
                     true
                 }
             };

@@ -40,6 +40,9 @@ pub enum BrokerError {
     System(String),
     #[error("{0}")]
     IllegalOperation(String),
+    /// No client of this consumer group is registered (Java's remark, the group inside).
+    #[error("the consumer group[{0}] not online")]
+    ConsumerNotOnline(String),
 }
 
 impl From<MeshBusy> for BrokerError {
@@ -76,6 +79,7 @@ impl BrokerError {
             BrokerError::ConsumeMsgTimeout(_) => rc::CONSUME_MSG_TIMEOUT,
             BrokerError::System(_) => rc::SYSTEM_ERROR,
             BrokerError::IllegalOperation(_) => rc::ILLEGAL_OPERATION,
+            BrokerError::ConsumerNotOnline(_) => rc::CONSUMER_NOT_ONLINE,
         }
     }
 }
@@ -100,5 +104,8 @@ mod tests {
             BrokerError::ConsumeMsgTimeout("t".into()).response_code(),
             207
         );
+        let e = BrokerError::ConsumerNotOnline("G".into());
+        assert_eq!(e.response_code(), 206);
+        assert_eq!(e.to_string(), "the consumer group[G] not online");
     }
 }

@@ -4,8 +4,8 @@
 use std::rc::Rc;
 
 use crate::broker::{
-    admin, clients, offsets, pull, query, relay, reply, retry, send, stats, topic_delete,
-    transaction, BrokerError, Shard,
+    admin, admin_conns, clients, offsets, pull, query, relay, reply, retry, send, stats,
+    topic_delete, transaction, BrokerError, Shard,
 };
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
@@ -73,6 +73,12 @@ impl Handler for BrokerHandler {
                 }
                 req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
                     frame(admin::all_subscription_groups(shard, &cmd).await)
+                }
+                req::GET_CONSUMER_CONNECTION_LIST => {
+                    frame(admin_conns::consumer_connection_list(shard, &cmd).await)
+                }
+                req::GET_PRODUCER_CONNECTION_LIST => {
+                    frame(admin_conns::producer_connection_list(shard, &cmd).await)
                 }
                 req::GET_BROKER_RUNTIME_INFO => frame(stats::runtime_info(shard, &cmd).await),
                 req::GET_BROKER_CONFIG => frame(Ok(admin::broker_config(&shard, &cmd))),

@@ -36,6 +36,12 @@ pub struct ClientChannel {
     pub client_id: String,
     pub conn_id: u64,
     pub last_update_ms: i64,
+    /// The connection's peer address, `ip:port`, as admin listings show it.
+    pub client_addr: String,
+    /// The heartbeat command's language byte (Java's `LanguageCode` ordinal).
+    pub language: u8,
+    /// The heartbeat command's `version` field (the client's `MQVersion` ordinal).
+    pub version: i32,
 }
 
 #[derive(Clone, Debug, Default)]

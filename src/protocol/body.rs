@@ -308,6 +308,38 @@ pub struct ConsumerListBody {
     pub consumer_id_list: Vec<String>,
 }
 
+/// One client connection as admin listings show it (Java's `Connection`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Connection {
+    pub client_addr: String,
+    pub client_id: String,
+    /// Java's `LanguageCode` name, e.g. "JAVA", "CPP", "RUST".
+    pub language: String,
+    pub version: i32,
+}
+
+/// GET_CONSUMER_CONNECTION_LIST's body (Java's `ConsumerConnection`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ConsumerConnection {
+    pub connection_set: Vec<Connection>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consume_from_where: Option<ConsumeFromWhere>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consume_type: Option<ConsumeType>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_model: Option<MessageModel>,
+    pub subscription_table: BTreeMap<String, SubscriptionData>,
+}
+
+/// GET_PRODUCER_CONNECTION_LIST's body (Java's `ProducerConnection`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProducerConnection {
+    pub connection_set: Vec<Connection>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct TopicList {

@@ -237,3 +237,17 @@ ext_header! {
         pub is_sub_change: Option<bool> => "IS_SUB_CHANGE",
     }
 }
+
+ext_header! {
+    /// GET_CONSUMER_CONNECTION_LIST.
+    pub struct GetConsumerConnectionListRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+    }
+}
+
+ext_header! {
+    /// GET_PRODUCER_CONNECTION_LIST.
+    pub struct GetProducerConnectionListRequestHeader {
+        pub producer_group: String => "producerGroup",
+    }
+}
