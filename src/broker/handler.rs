@@ -4,8 +4,8 @@
 use std::rc::Rc;
 
 use crate::broker::{
-    admin, admin_conns, clients, offsets, pull, query, relay, reply, retry, send, stats,
-    topic_delete, transaction, BrokerError, Shard,
+    admin, admin_conns, admin_stats, clients, offsets, pull, query, relay, reply, retry, send,
+    stats, topic_delete, transaction, BrokerError, Shard,
 };
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
@@ -80,6 +80,8 @@ impl Handler for BrokerHandler {
                 req::GET_PRODUCER_CONNECTION_LIST => {
                     frame(admin_conns::producer_connection_list(shard, &cmd).await)
                 }
+                req::GET_CONSUME_STATS => frame(admin_stats::consume_stats(shard, &cmd).await),
+                req::GET_TOPIC_STATS_INFO => frame(admin_stats::topic_stats(shard, &cmd).await),
                 req::GET_BROKER_RUNTIME_INFO => frame(stats::runtime_info(shard, &cmd).await),
                 req::GET_BROKER_CONFIG => frame(Ok(admin::broker_config(&shard, &cmd))),
                 req::CHECK_CLIENT_CONFIG => frame(admin::check_client_config(&shard, &cmd)),

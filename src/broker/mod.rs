@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub mod admin_conns;
+pub mod admin_stats;
 pub mod broker2client;
 pub mod clean;
 pub mod clients;

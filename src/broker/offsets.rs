@@ -87,7 +87,7 @@ pub fn query_local(s: &Shard, topic: &str, group: &str, queue_id: u32) -> Option
 }
 
 /// Runs `f` on the owner of (topic, queue_id).
-async fn on_owner<R: Send + 'static>(
+pub(crate) async fn on_owner<R: Send + 'static>(
     shard: &Rc<Shard>,
     topic: &str,
     queue_id: u32,
@@ -223,7 +223,7 @@ pub async fn get_min_offset(
 }
 
 /// Store timestamp of the record a unit points at.
-fn store_timestamp(s: &Shard, phy: u64, size: u32) -> Option<i64> {
+pub(crate) fn store_timestamp(s: &Shard, phy: u64, size: u32) -> Option<i64> {
     let mut reader = s.reader.borrow_mut();
     let bytes = reader.read(phy, size).ok()?;
     message::decode(bytes, false)

@@ -251,3 +251,18 @@ ext_header! {
         pub producer_group: String => "producerGroup",
     }
 }
+
+ext_header! {
+    /// GET_CONSUME_STATS; without `topic`, every topic the group has offsets for.
+    pub struct GetConsumeStatsRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        pub topic: Option<String> => "topic",
+    }
+}
+
+ext_header! {
+    /// GET_TOPIC_STATS_INFO.
+    pub struct GetTopicStatsInfoRequestHeader {
+        pub topic: String => "topic",
+    }
+}
