@@ -65,9 +65,14 @@ pub fn consume_stats_json(consume_tps: f64, table: &[(MessageQueue, OffsetWrappe
     .into_bytes()
 }
 
-/// Java's `TopicStatsTable` body.
+/// Java's `TopicStatsTable` body. `topicPutTps` (not tracked, 0.0) is there because
+/// rocketmq-rust's reader requires it; fastjson readers ignore a field they do not know.
 pub fn topic_stats_json(table: &[(MessageQueue, TopicOffset)]) -> Vec<u8> {
-    format!("{{\"offsetTable\":{}}}", object_keyed_map(table)).into_bytes()
+    format!(
+        "{{\"offsetTable\":{},\"topicPutTps\":0.0}}",
+        object_keyed_map(table)
+    )
+    .into_bytes()
 }
 
 fn queue_nums(shard: &Shard, topic: &str) -> Option<(u32, u32)> {
@@ -235,8 +240,11 @@ mod tests {
         assert_eq!(
             String::from_utf8(topic_stats_json(&[(q, o)])).unwrap(),
             "{\"offsetTable\":{{\"brokerName\":\"broker-a\",\"queueId\":2,\"topic\":\"a\\\"b\"}:\
-             {\"lastUpdateTimestamp\":9,\"maxOffset\":4,\"minOffset\":1}}}"
+             {\"lastUpdateTimestamp\":9,\"maxOffset\":4,\"minOffset\":1}},\"topicPutTps\":0.0}"
         );
-        assert_eq!(topic_stats_json(&[]), b"{\"offsetTable\":{}}");
+        assert_eq!(
+            topic_stats_json(&[]),
+            b"{\"offsetTable\":{},\"topicPutTps\":0.0}"
+        );
     }
 }
