@@ -132,6 +132,33 @@ fn topic_and_consume_stats_match_sends_and_consumption() {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
 
+        // Without a topic the broker reports every subscribed topic the group has offsets for.
+        let all = within(
+            10,
+            "consume stats, all topics",
+            ConsumerAdmin::examine_consume_stats(
+                &admin,
+                CheetahString::from(group.as_str()),
+                None,
+                None,
+                Some(CheetahString::from(broker_addr.as_str())),
+                None,
+            ),
+        )
+        .await
+        .expect("GET_CONSUME_STATS without topic failed");
+        let t = all.get_offset_table();
+        let mine: Vec<_> = t
+            .iter()
+            .filter(|(mq, _)| mq.topic().as_str() == topic)
+            .collect();
+        assert_eq!(mine.len(), QUEUES as usize, "{t:?}");
+        assert!(
+            mine.iter()
+                .all(|(_, w)| w.get_consumer_offset() == PER_QUEUE),
+            "{t:?}"
+        );
+
         shutdown_push(consumer).await;
         shutdown_producer(producer).await;
     });

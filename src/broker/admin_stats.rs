@@ -123,9 +123,19 @@ pub async fn consume_stats(
         Some(t) => BTreeSet::from([t.to_owned()]),
         None => topics_of_group(&shard, &h.consumer_group).await?,
     };
+    // As Java does: while the group is online, only the topics it subscribes to count.
+    let subscribed: Option<BTreeSet<String>> = shard
+        .subs
+        .borrow()
+        .get(&h.consumer_group)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.keys().cloned().collect());
     let broker_name = shard.ctx.cfg.broker_name.clone();
     let mut table = Vec::new();
     for topic in topics {
+        if subscribed.as_ref().is_some_and(|s| !s.contains(&topic)) {
+            continue;
+        }
         let Some((read, _)) = queue_nums(&shard, &topic) else {
             continue;
         };
