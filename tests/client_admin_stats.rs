@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use cheetah_string::CheetahString;
 use common::*;
 use rocketmq_client_rust::{ConsumerAdmin, SendStatus, TopicAdmin};
-use rocketmq_model::common::config::TopicConfig;
 
 const QUEUES: i32 = 3;
 const PER_QUEUE: i64 = 3;
@@ -27,17 +26,7 @@ fn topic_and_consume_stats_match_sends_and_consumption() {
         let topic = unique_topic("stats");
         let group = unique_group("stats");
         let admin = admin(&ns).await;
-        within(
-            15,
-            "create topic",
-            TopicAdmin::create_and_update_topic_config(
-                &admin,
-                CheetahString::from(broker_addr.as_str()),
-                TopicConfig::with_queues(topic.as_str(), QUEUES as u32, QUEUES as u32),
-            ),
-        )
-        .await
-        .expect("UPDATE_AND_CREATE_TOPIC failed");
+        create_topic(&admin, &broker_addr, &topic, QUEUES as u32).await;
         let mut producer = producer(&ns).await;
         wait_route(&mut producer, &topic).await;
         let queues = within(10, "queues", producer.fetch_publish_message_queues(&topic))

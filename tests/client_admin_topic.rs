@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use cheetah_string::CheetahString;
 use common::*;
 use rocketmq_client_rust::{SendStatus, TopicAdmin};
-use rocketmq_model::common::config::TopicConfig;
 
 #[test]
 fn admin_created_topic_has_three_queues() {
@@ -19,17 +18,7 @@ fn admin_created_topic_has_three_queues() {
     run(async move {
         let topic = unique_topic("admin");
         let admin = admin(&ns).await;
-        within(
-            15,
-            "create topic",
-            TopicAdmin::create_and_update_topic_config(
-                &admin,
-                CheetahString::from(broker_addr.as_str()),
-                TopicConfig::with_queues(topic.as_str(), 3, 3),
-            ),
-        )
-        .await
-        .expect("UPDATE_AND_CREATE_TOPIC failed");
+        create_topic(&admin, &broker_addr, &topic, 3).await;
 
         // The broker registers the new topic with the name server; wait for the route.
         let deadline = Instant::now() + Duration::from_secs(15);

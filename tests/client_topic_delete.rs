@@ -13,7 +13,6 @@ use std::time::Duration;
 use cheetah_string::CheetahString;
 use common::*;
 use rocketmq_client_rust::TopicAdmin;
-use rocketmq_model::common::config::TopicConfig;
 
 const OLD: usize = 12;
 const NEW: usize = 6;
@@ -66,16 +65,7 @@ fn deleted_topic_comes_back_empty() {
         let topic = unique_topic("deleted");
         let group = unique_group("deleted");
         let admin = admin(&ns).await;
-        let create = || {
-            TopicAdmin::create_and_update_topic_config(
-                &admin,
-                CheetahString::from(broker_addr.as_str()),
-                TopicConfig::with_queues(topic.as_str(), 2, 2),
-            )
-        };
-        within(15, "create topic", create())
-            .await
-            .expect("create topic");
+        create_topic(&admin, &broker_addr, &topic, 2).await;
         let mut producer = producer(&ns).await;
         wait_route(&mut producer, &topic).await;
         send_all(&mut producer, &topic, "old", OLD).await;
@@ -95,9 +85,7 @@ fn deleted_topic_comes_back_empty() {
         )
         .await
         .expect("DELETE_TOPIC_IN_BROKER");
-        within(15, "re-create topic", create())
-            .await
-            .expect("re-create topic");
+        create_topic(&admin, &broker_addr, &topic, 2).await;
         wait_route(&mut producer, &topic).await;
 
         let top = send_all(&mut producer, &topic, "new", NEW).await;

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use cheetah_string::CheetahString;
 use common::*;
 use rocketmq_client_rust::{RouteAdmin, SendStatus, TopicAdmin};
-use rocketmq_model::common::config::TopicConfig;
 
 const COUNT: usize = 10;
 
@@ -55,17 +54,7 @@ fn topic_on_second_broker_is_served_by_it() {
         }
 
         let topic = unique_topic("twob");
-        within(
-            15,
-            "create topic on broker-b",
-            TopicAdmin::create_and_update_topic_config(
-                &admin,
-                CheetahString::from(b_addr.as_str()),
-                TopicConfig::with_queues(topic.as_str(), 2, 2),
-            ),
-        )
-        .await
-        .expect("UPDATE_AND_CREATE_TOPIC on broker-b failed");
+        create_topic(&admin, &b_addr, &topic, 2).await;
 
         let deadline = Instant::now() + Duration::from_secs(15);
         let route = loop {

@@ -862,6 +862,22 @@ pub async fn admin(namesrv: &str) -> DefaultMQAdminExt {
     admin
 }
 
+/// Creates (or updates) `topic` with `queues` read and write queues on the broker at
+/// `broker_addr` (UPDATE_AND_CREATE_TOPIC through the admin client), panicking on failure.
+pub async fn create_topic(admin: &DefaultMQAdminExt, broker_addr: &str, topic: &str, queues: u32) {
+    within(
+        15,
+        "create topic",
+        rocketmq_client_rust::TopicAdmin::create_and_update_topic_config(
+            admin,
+            CheetahString::from(broker_addr),
+            rocketmq_model::common::config::TopicConfig::with_queues(topic, queues, queues),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("UPDATE_AND_CREATE_TOPIC {topic} on {broker_addr} failed: {e:?}"));
+}
+
 /// Decodes a RocketMQ offset message id (hex of store-host IPv4 (4 B), port (4 B), commit-log
 /// offset (8 B)) into (port, phy_offset). None if it is not that shape.
 pub fn decode_offset_msg_id(id: &str) -> Option<(u16, i64)> {
