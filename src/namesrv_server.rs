@@ -8,15 +8,16 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::broker::now_ms;
+use crate::common::now_ms;
 use crate::constants::OUTBOX_CAPACITY;
 use crate::namesrv::NameServer;
 use crate::protocol::RemotingCommand;
 use crate::remoting::connection::{serve, ConnLimits};
-use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound, ResponseTable};
+use crate::remoting::{
+    encode_frame, ConnInfo, Handler, LocalFuture, NoRange, Outbound, ResponseTable,
+};
 use crate::runtime::net::{bind_reuseport, Listener};
 use crate::runtime::{self, mailbox, MailboxSender, ShardPlacement};
-use crate::store::SegmentRange;
 
 struct NamesrvHandler {
     core: RefCell<NameServer>,
@@ -37,7 +38,9 @@ impl Handler for NamesrvHandler {
         self.core.borrow_mut().on_connection_closed(conn.id);
     }
 
-    fn open_range(&self, _phy: u64, _size: u32) -> std::io::Result<SegmentRange> {
+    type Range = NoRange;
+
+    fn open_range(&self, _phy: u64, _size: u32) -> std::io::Result<NoRange> {
         Err(std::io::Error::other("the name server has no commit log"))
     }
 }
@@ -102,10 +105,9 @@ async fn run(listener: Listener, stop: runtime::MailboxReceiver<()>, kv_path: Op
             let snapshot = h2.core.borrow_mut().take_kv_snapshot();
             if let (Some(bytes), Some(path)) = (snapshot, kv_path.clone()) {
                 let p = path.clone();
-                let res = runtime::spawn_blocking(move || {
-                    crate::broker::metadata::write_config_file(&p, &bytes)
-                })
-                .await;
+                let res =
+                    runtime::spawn_blocking(move || crate::common::config_file::write(&p, &bytes))
+                        .await;
                 if let Err(e) = res {
                     tracing::error!(path = %path.display(), error = %e, "cannot persist kv config");
                 }

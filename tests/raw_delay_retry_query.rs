@@ -92,7 +92,7 @@ fn send_back_goes_to_retry_then_dead_letter() {
 
 /// QUERY_MESSAGE for `key` in `topic` over the last and next minute.
 fn query_cmd(topic: &str, key: &str) -> RemotingCommand {
-    let now = ringmq::broker::now_ms();
+    let now = ringmq::common::now_ms();
     RemotingCommand::new_request(request_code::QUERY_MESSAGE)
         .with_ext("topic", topic)
         .with_ext("key", key)
@@ -200,7 +200,7 @@ fn timer_message_arrives_at_its_time_and_survives_restart() {
     let b = RawBroker::start(&[]);
     let mut c = Conn::connect(b.broker);
     let t0 = Instant::now();
-    let at = ringmq::broker::now_ms() + 2_500;
+    let at = ringmq::common::now_ms() + 2_500;
     let props = format!("TIMER_DELIVER_MS\u{1}{at}\u{2}");
     assert_eq!(c.call(send_cmd("TimerT", 0, b"timed", &props)).code, 0);
     let props = "TIMER_DELAY_SEC\u{1}1\u{2}";
@@ -222,7 +222,7 @@ fn timer_message_arrives_at_its_time_and_survives_restart() {
     let mut c = Conn::connect(b.broker);
     let got = wait_for(&mut c, "TimerT", 0, Duration::from_secs(10)).expect("timed delivered");
     assert_eq!(got.0, b"timed");
-    assert!(ringmq::broker::now_ms() >= at, "delivered before its time");
+    assert!(ringmq::common::now_ms() >= at, "delivered before its time");
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(records(&c.call(pull_cmd("TimerT", 0, 0, 0)).body).len(), 1);
     assert_eq!(
@@ -231,7 +231,7 @@ fn timer_message_arrives_at_its_time_and_survives_restart() {
         "redelivered after restart"
     );
     // Beyond the 3-day maximum: refused.
-    let far = ringmq::broker::now_ms() + 4 * 24 * 3_600_000;
+    let far = ringmq::common::now_ms() + 4 * 24 * 3_600_000;
     let r = c.call(send_cmd(
         "TimerT",
         0,

@@ -6,11 +6,11 @@
 //! GET_BROKER_RUNTIME_INFO `stats`.
 
 use std::rc::Rc;
-use std::sync::Arc;
 
-use crate::broker::metadata::write_config_file;
-use crate::broker::send::validate_topic;
-use crate::broker::{BrokerError, Shard};
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator::validate_topic;
+use crate::broker::shard::Shard;
+use crate::broker::topic_manager::{persist_in_background, topics_changed};
 use crate::protocol::body::{
     self, CheckClientRequestBody, SubscriptionGroupConfig, TopicConfig,
     TopicConfigSerializeWrapper, TopicFilterType,
@@ -18,42 +18,6 @@ use crate::protocol::body::{
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::CreateTopicRequestHeader;
 use crate::protocol::RemotingCommand;
-use crate::runtime;
-
-/// Shard 0, after any topic change: publish to every shard, persist, re-register.
-pub fn topics_changed(s0: &Rc<Shard>) {
-    let (snap, bytes, path) = {
-        let m = s0.meta().borrow();
-        (
-            Arc::new(m.topic_snapshot()),
-            m.topics_file_bytes(),
-            m.topics_path(),
-        )
-    };
-    for i in 0..s0.mesh.len() {
-        let snap = snap.clone();
-        if i == s0.id {
-            *s0.topics.borrow_mut() = snap;
-        } else {
-            let _ = s0.mesh.post(
-                i,
-                Box::new(move |s: &Rc<Shard>| *s.topics.borrow_mut() = snap),
-            );
-        }
-    }
-    persist_in_background(path, bytes);
-    crate::broker::register::register_soon(s0);
-}
-
-/// Writes a config file on a helper thread; failures are logged with the path.
-pub fn persist_in_background(path: std::path::PathBuf, bytes: Vec<u8>) {
-    runtime::spawn(async move {
-        let p = path.clone();
-        if let Err(e) = runtime::spawn_blocking(move || write_config_file(&p, &bytes)).await {
-            tracing::error!(path = %path.display(), error = %e, "cannot persist config file");
-        }
-    });
-}
 
 pub async fn create_topic(
     shard: Rc<Shard>,
@@ -63,7 +27,7 @@ pub async fn create_topic(
     validate_topic(&h.topic)?;
     // Java's `validateSystemTopicWhenUpdateTopic` (on by default): the broker's own topics are
     // not an admin's to create or change.
-    if crate::broker::topic_validator::is_system_topic(&h.topic) {
+    if crate::broker::metadata::topic_validator::is_system_topic(&h.topic) {
         return Err(BrokerError::InvalidParameter(format!(
             "The topic[{}] is conflict with system topic.",
             h.topic
@@ -99,7 +63,7 @@ pub async fn create_topic(
                 let current = m.topics.get(&tc.topic_name).map(|t| &t.attributes);
                 let creating = current.is_none();
                 let empty = Default::default();
-                tc.attributes = crate::broker::topic_attributes::alter(
+                tc.attributes = crate::broker::metadata::topic_attributes::alter(
                     current.unwrap_or(&empty),
                     attributes.as_deref(),
                     creating,

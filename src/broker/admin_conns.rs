@@ -8,8 +8,9 @@
 
 use std::rc::Rc;
 
+use crate::broker::error::BrokerError;
 use crate::broker::metadata::ClientChannel;
-use crate::broker::{BrokerError, Shard};
+use crate::broker::shard::Shard;
 use crate::protocol::body::{self, Connection, ConsumerConnection, ProducerConnection};
 use crate::protocol::codes::language_name;
 use crate::protocol::headers::{

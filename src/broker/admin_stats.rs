@@ -14,8 +14,9 @@ use std::rc::Rc;
 
 use serde::Serialize;
 
+use crate::broker::error::BrokerError;
 use crate::broker::offsets::{on_owner, query_local, store_timestamp};
-use crate::broker::{BrokerError, Shard};
+use crate::broker::shard::Shard;
 use crate::protocol::body::MessageQueue;
 use crate::protocol::headers::{GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader};
 use crate::protocol::RemotingCommand;

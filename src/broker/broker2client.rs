@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::broker::{BrokerError, Shard};
+use crate::broker::error::BrokerError;
+use crate::broker::shard::Shard;
 use crate::protocol::RemotingCommand;
 use crate::remoting::InvokeError;
 

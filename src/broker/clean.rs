@@ -11,7 +11,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::broker::Shard;
+use crate::broker::shard::Shard;
 use crate::runtime;
 
 pub fn start(shard: &Rc<Shard>) {

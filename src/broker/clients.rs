@@ -5,10 +5,14 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::broker::broker2client;
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator::RETRY_GROUP_TOPIC_PREFIX;
 use crate::broker::metadata::{
     topic_config, ClientChannel, LOCK_MAX_LIVE_MS, PERM_READ, PERM_WRITE,
 };
-use crate::broker::{broker2client, now_ms, BrokerError, Shard};
+use crate::broker::shard::Shard;
+use crate::common::now_ms;
 use crate::protocol::body::{
     self, ConsumerListBody, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody,
     MessageQueue, UnlockBatchRequestBody,
@@ -20,9 +24,6 @@ use crate::protocol::headers::{
 };
 use crate::protocol::RemotingCommand;
 use crate::remoting::{encode_frame, ConnInfo, Outbound};
-
-pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
-pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
 
 /// HEART_BEAT: registers producer and consumer groups against this connection.
 pub async fn heart_beat(
@@ -109,7 +110,7 @@ fn register_heartbeat(s0: &Rc<Shard>, hb: HeartbeatData, mut chan: ClientChannel
         publish_subscriptions(s0);
     }
     if topics_changed {
-        crate::broker::admin::topics_changed(s0);
+        crate::broker::topic_manager::topics_changed(s0);
     }
     for g in changed_groups {
         notify_consumer_ids_changed(s0, &g);

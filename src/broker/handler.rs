@@ -1,15 +1,19 @@
 //! The broker's dispatch table: request code -> handler, and the one place a `BrokerError`
 //! becomes a response (code from `BrokerError::response_code`, remark = the error text).
 
+use std::os::fd::AsRawFd;
 use std::rc::Rc;
 
+use crate::broker::error::BrokerError;
+use crate::broker::runtime_info;
+use crate::broker::shard::Shard;
 use crate::broker::{
     admin, admin_conns, admin_stats, clients, offsets, pull, query, relay, reply, retry, send,
-    stats, topic_delete, transaction, BrokerError, Shard,
+    topic_delete, transaction,
 };
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
-use crate::remoting::{encode_frame, ConnInfo, Handler, LocalFuture, Outbound};
+use crate::remoting::{encode_frame, ConnInfo, FileRange, Handler, LocalFuture, Outbound};
 use crate::store::SegmentRange;
 
 pub struct BrokerHandler {
@@ -82,7 +86,9 @@ impl Handler for BrokerHandler {
                 }
                 req::GET_CONSUME_STATS => frame(admin_stats::consume_stats(shard, &cmd).await),
                 req::GET_TOPIC_STATS_INFO => frame(admin_stats::topic_stats(shard, &cmd).await),
-                req::GET_BROKER_RUNTIME_INFO => frame(stats::runtime_info(shard, &cmd).await),
+                req::GET_BROKER_RUNTIME_INFO => {
+                    frame(runtime_info::runtime_info(shard, &cmd).await)
+                }
                 req::GET_BROKER_CONFIG => frame(Ok(admin::broker_config(&shard, &cmd))),
                 req::CHECK_CLIENT_CONFIG => frame(admin::check_client_config(&shard, &cmd)),
                 req::GET_CONSUMER_RUNNING_INFO => {
@@ -135,12 +141,33 @@ impl Handler for BrokerHandler {
         let _ = self.shard.mesh.post(0, job);
     }
 
+    type Range = SegmentRange;
+
     fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<SegmentRange> {
         self.shard
             .reader
             .borrow_mut()
             .locate(phy_offset, size)
             .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+/// A commit-log range is what the broker's zero-copy bodies are made of.
+impl FileRange for SegmentRange {
+    fn fd(&self) -> std::os::fd::RawFd {
+        self.file.as_raw_fd()
+    }
+    fn file_offset(&self) -> u64 {
+        self.offset
+    }
+    fn size(&self) -> u32 {
+        self.len
+    }
+    fn bytes(&self) -> &[u8] {
+        SegmentRange::bytes(self)
+    }
+    fn is_live(&self) -> bool {
+        SegmentRange::is_live(self)
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod admin_conns;
 pub mod admin_stats;
+pub mod append;
 pub mod broker2client;
 pub mod clean;
 pub mod clients;
@@ -24,49 +25,24 @@ pub mod register;
 pub mod relay;
 pub mod reply;
 pub mod retry;
+pub mod runtime_info;
 pub mod schedule;
 pub mod send;
 pub mod shard;
 pub mod start;
 pub mod stats;
 pub mod timer;
-pub mod topic_attributes;
 pub mod topic_delete;
-pub mod topic_validator;
+pub mod topic_manager;
 pub mod transaction;
 
 pub use error::BrokerError;
-pub use shard::Shard;
+pub use shard::{owner_of, Shard};
 pub use start::{start_broker, BrokerHandle};
-
-/// The shard that owns (topic, queue_id). FNV-1a over the topic, plus the queue id, so the
-/// queues of one topic spread over shards. The transaction op queue lives with the half queue,
-/// whose owner alone reads both (see `transaction`).
-pub fn owner_of(topic: &str, queue_id: u32, shards: usize) -> usize {
-    let topic = if topic == topic_validator::TRANS_OP_HALF_TOPIC {
-        topic_validator::TRANS_HALF_TOPIC
-    } else {
-        topic
-    };
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in topic.as_bytes() {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    ((h.wrapping_add(queue_id as u64)) % shards.max(1) as u64) as usize
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 #[cfg(test)]
 mod tests {
-    use super::owner_of;
+    use super::shard::owner_of;
 
     /// Ownership is a pure function in range, and a topic's queues spread over the shards.
     #[test]

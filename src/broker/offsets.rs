@@ -9,16 +9,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::broker::shard::OffsetTable;
-use crate::broker::{BrokerError, Shard};
+use crate::broker::error::BrokerError;
+use crate::broker::shard::{OffsetTable, Shard};
 use crate::protocol::body;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::{
     GetEarliestMsgStoretimeRequestHeader, GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader,
     QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
-use crate::protocol::message;
-use crate::protocol::RemotingCommand;
+use crate::protocol::{message, RemotingCommand};
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
 #[serde(rename_all = "camelCase")]

@@ -12,9 +12,11 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 
+use crate::broker::error::BrokerError;
 use crate::broker::long_poll::Waiter;
 use crate::broker::metadata::PERM_READ;
-use crate::broker::{offsets, BrokerError, Shard};
+use crate::broker::offsets;
+use crate::broker::shard::Shard;
 use crate::constants::{MAX_PULL_BYTES, MAX_PULL_MSGS};
 use crate::protocol::body::SubscriptionData;
 use crate::protocol::codes::response_code as rc;

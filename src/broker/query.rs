@@ -10,16 +10,16 @@ use std::rc::Rc;
 
 use bytes::BytesMut;
 
-use crate::broker::{BrokerError, Shard};
+use crate::broker::error::BrokerError;
+use crate::broker::shard::Shard;
 use crate::constants::MAX_PULL_BYTES;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::{
     QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageByIdRequestHeader,
     UNIQUE_KEY_QUERY,
 };
-use crate::protocol::message;
 use crate::protocol::properties::{self, keys};
-use crate::protocol::RemotingCommand;
+use crate::protocol::{message, RemotingCommand};
 use crate::remoting::Outbound;
 use crate::runtime;
 use crate::store::index_file::IndexService;

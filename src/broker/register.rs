@@ -9,7 +9,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::broker::long_poll::Waiter;
-use crate::broker::{topic_validator, Shard};
+use crate::broker::metadata::topic_validator;
+use crate::broker::shard::Shard;
 use crate::protocol::body::{self, RegisterBrokerBody, TopicConfigSerializeWrapper};
 use crate::protocol::codes::{request_code, response_code as rc};
 use crate::protocol::headers::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};

@@ -8,7 +8,9 @@
 
 use std::rc::Rc;
 
-use crate::broker::{broker2client, query, BrokerError, Shard};
+use crate::broker::error::BrokerError;
+use crate::broker::shard::Shard;
+use crate::broker::{broker2client, query};
 use crate::protocol::command::ExtFields;
 use crate::protocol::headers::{
     ConsumeMessageDirectlyResultRequestHeader, GetConsumerRunningInfoRequestHeader,

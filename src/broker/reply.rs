@@ -15,8 +15,14 @@
 
 use std::rc::Rc;
 
-use crate::broker::send::{self, Outgoing};
-use crate::broker::{broker2client, now_ms, topic_validator, BrokerError, Shard};
+use crate::broker::append::Outgoing;
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator;
+use crate::broker::metadata::topic_validator::validate_topic;
+use crate::broker::shard::Shard;
+use crate::broker::topic_manager::ensure_topic;
+use crate::broker::{append, broker2client};
+use crate::common::now_ms;
 use crate::protocol::codes::{request_code, response_code as rc};
 use crate::protocol::headers::{
     ReplyMessageRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader, DEFAULT_REGION,
@@ -25,14 +31,6 @@ use crate::protocol::msg_id::offset_msg_id;
 use crate::protocol::properties::{self, keys};
 use crate::protocol::RemotingCommand;
 use crate::remoting::ConnInfo;
-
-/// Java's `MixAll.REPLY_TOPIC_POSTFIX`: the reply topic is `<brokerClusterName>_REPLY_TOPIC`.
-pub const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
-
-/// The topic replies of this cluster are sent to.
-pub fn reply_topic(cluster: &str) -> String {
-    format!("{cluster}_{REPLY_TOPIC_POSTFIX}")
-}
 
 /// SEND_REPLY_MESSAGE / SEND_REPLY_MESSAGE_V2.
 pub async fn send_reply(
@@ -74,14 +72,14 @@ pub async fn send_reply(
 /// Java's send checks for a reply: legal topic, one clients may send to, existing (or created
 /// from its template), and a queue it has. Returns the queue (picked when the sender left it).
 async fn check(shard: &Rc<Shard>, h: &SendMessageRequestHeader) -> Result<i32, BrokerError> {
-    send::validate_topic(&h.topic)?;
+    validate_topic(&h.topic)?;
     if topic_validator::is_not_allowed_send_topic(&h.topic) {
         return Err(BrokerError::NoPermission(format!(
             "Sending message to topic[{}] is forbidden.",
             h.topic
         )));
     }
-    let tc = send::ensure_topic(
+    let tc = ensure_topic(
         shard,
         &h.topic,
         &h.default_topic,
@@ -177,7 +175,7 @@ async fn store_reply(
     queue_id: i32,
     cmd: &RemotingCommand,
 ) -> Result<SendMessageResponseHeader, BrokerError> {
-    let record = send::build_record(
+    let record = append::build_record(
         shard,
         Outgoing {
             topic: &h.topic,
@@ -192,7 +190,7 @@ async fn store_reply(
         },
     )?;
     let wait_flush = properties::get(&h.properties, keys::WAIT) != Some("false");
-    let outcome = send::append(shard, vec![record], wait_flush).await?;
+    let outcome = append::append(shard, vec![record], wait_flush).await?;
     let phy = outcome.phy_offsets.first().copied().unwrap_or(0);
     Ok(SendMessageResponseHeader {
         msg_id: offset_msg_id(shard.ctx.store_host, phy as i64),
@@ -200,15 +198,4 @@ async fn store_reply(
         queue_offset: outcome.queue_offsets.first().copied().unwrap_or(0) as i64,
         transaction_id: None,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::reply_topic;
-
-    /// Java's `MixAll.getReplyTopic`: the cluster name, an underscore, REPLY_TOPIC.
-    #[test]
-    fn reply_topic_name() {
-        assert_eq!(reply_topic("DefaultCluster"), "DefaultCluster_REPLY_TOPIC");
-    }
 }

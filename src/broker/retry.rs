@@ -5,15 +5,16 @@
 
 use std::rc::Rc;
 
-use crate::broker::clients::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
-use crate::broker::send::{append, build_record, ensure_topic, Outgoing};
-use crate::broker::{BrokerError, Shard};
+use crate::broker::append::{append, build_record, Outgoing};
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use crate::broker::shard::Shard;
+use crate::broker::topic_manager::ensure_topic;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::ConsumerSendMsgBackRequestHeader;
-use crate::protocol::message;
 use crate::protocol::msg_id::offset_msg_id;
 use crate::protocol::properties::{self, keys};
-use crate::protocol::RemotingCommand;
+use crate::protocol::{message, RemotingCommand};
 
 /// Smallest stored record: the fixed fields alone.
 const MIN_RECORD: u32 = 91;

@@ -11,12 +11,15 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::broker::{now_ms, send, BrokerError, Shard};
+use crate::broker::append;
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator::SCHEDULE_TOPIC;
+use crate::broker::shard::Shard;
+use crate::common::now_ms;
 use crate::protocol::body;
 use crate::protocol::properties::keys;
 use crate::runtime;
 
-pub use crate::store::tags_code::{DelayLevels, SCHEDULE_TOPIC};
 /// How often a level looks for due messages (RocketMQ polls every 100 ms).
 const POLL: Duration = Duration::from_millis(100);
 /// Messages moved per level per wake-up, so one level cannot monopolise its shard.
@@ -127,7 +130,7 @@ async fn run_level(shard: Rc<Shard>, level: i32) {
 
 /// Re-appends one scheduled record to its real topic and queue, without `DELAY`.
 async fn deliver(shard: &Rc<Shard>, phy: u64, size: u32) -> Result<(), BrokerError> {
-    send::reappend_to_real_topic(shard, phy, size, &[keys::DELAY]).await
+    append::reappend_to_real_topic(shard, phy, size, &[keys::DELAY]).await
 }
 
 #[cfg(test)]

@@ -12,13 +12,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::BytesMut;
 
-use crate::broker::clients::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
-use crate::broker::metadata::{topic_config, PERM_INHERIT, PERM_READ, PERM_WRITE};
-use crate::broker::schedule::SCHEDULE_TOPIC;
-use crate::broker::{admin, topic_validator, transaction, BrokerError, Shard};
+use crate::broker::append::{append, build_record, Outgoing};
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator::validate_topic;
+use crate::broker::metadata::topic_validator::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use crate::broker::metadata::{topic_validator, PERM_WRITE};
+use crate::broker::shard::Shard;
+use crate::broker::stats::ONEWAY_DROPPED;
+use crate::broker::topic_manager::ensure_topic;
+use crate::broker::transaction;
 use crate::constants::MAX_BATCH_MESSAGES;
 use crate::protocol::batch::decode_batch_ref;
-use crate::protocol::body::TopicConfig;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::{
     SendMessageRequestHeader, SendMessageResponseHeader, DEFAULT_REGION,
@@ -29,10 +33,8 @@ use crate::protocol::properties::{self, keys};
 use crate::protocol::RemotingCommand;
 use crate::remoting::ConnInfo;
 use crate::store::tags_code;
-use crate::writer::{AppendOutcome, AppendRecord, AppendRequest, AppendStatus, IndexKeys};
+use crate::writer::{AppendRecord, AppendStatus, IndexKeys};
 
-/// Oneway sends the broker could not store (busy, bad input); exported as a metric.
-pub static ONEWAY_DROPPED: AtomicU64 = AtomicU64::new(0);
 static ONEWAY_LAST_LOG_MS: AtomicU64 = AtomicU64::new(0);
 
 /// Serves a send request; `None` for oneway requests (they get no response).
@@ -45,7 +47,7 @@ pub async fn send(
     if cmd.is_oneway() {
         if let Err(e) = res {
             let n = ONEWAY_DROPPED.fetch_add(1, Ordering::Relaxed) + 1;
-            let now = crate::broker::now_ms() as u64;
+            let now = crate::common::now_ms() as u64;
             let last = ONEWAY_LAST_LOG_MS.load(Ordering::Relaxed);
             if now.saturating_sub(last) >= 1000
                 && ONEWAY_LAST_LOG_MS
@@ -61,93 +63,6 @@ pub async fn send(
         Ok(r) => r,
         Err(e) => RemotingCommand::response_for(cmd, e.response_code(), Some(e.to_string())),
     })
-}
-
-/// RocketMQ's topic name rule: `[%|a-zA-Z0-9_-]`, at most 127 bytes (255 for retry/DLQ topics).
-pub fn validate_topic(topic: &str) -> Result<(), BrokerError> {
-    let max = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
-        || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
-    {
-        255
-    } else {
-        127
-    };
-    if topic.is_empty() {
-        return Err(BrokerError::InvalidParameter("the topic is empty".into()));
-    }
-    if topic.len() > max {
-        return Err(BrokerError::InvalidParameter(format!(
-            "the topic length {} exceeds {max}",
-            topic.len()
-        )));
-    }
-    if let Some(c) = topic
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '%' | '|' | '_' | '-')))
-    {
-        return Err(BrokerError::InvalidParameter(format!(
-            "the topic[{topic}] contains illegal character {c:?}"
-        )));
-    }
-    Ok(())
-}
-
-/// Finds the topic, creating it through shard 0 from its template (TBW102) when allowed.
-pub async fn ensure_topic(
-    shard: &Rc<Shard>,
-    topic: &str,
-    default_topic: &str,
-    default_queue_nums: i32,
-) -> Result<TopicConfig, BrokerError> {
-    if let Some(tc) = shard.topics.borrow().get(topic) {
-        return Ok(tc.clone());
-    }
-    let wanted = topic.to_string();
-    let topic = topic.to_string();
-    let default_topic = default_topic.to_string();
-    let created = shard
-        .mesh
-        .call(0, move |s0| async move {
-            let (tc, changed) = {
-                let mut m = s0.meta().borrow_mut();
-                if let Some(tc) = m.topics.get(&topic) {
-                    return Some(tc.clone());
-                }
-                let tc = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
-                    || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
-                {
-                    topic_config(&topic, 1, PERM_READ | PERM_WRITE)
-                } else {
-                    let template = m.topics.get(&default_topic)?;
-                    if !s0.ctx.cfg.auto_create_topic_enable || template.perm & PERM_INHERIT == 0 {
-                        return None;
-                    }
-                    let q = default_queue_nums.clamp(1, template.write_queue_nums.max(1));
-                    topic_config(&topic, q, PERM_READ | PERM_WRITE)
-                };
-                let changed = m.upsert_topic(tc.clone());
-                (tc, changed)
-            };
-            if changed {
-                admin::topics_changed(&s0);
-            }
-            Some(tc)
-        })
-        .await?;
-    created.ok_or(BrokerError::TopicNotExist(wanted))
-}
-
-/// Keys indexed for QUERY_MESSAGE: each space-separated KEYS entry plus UNIQ_KEY.
-pub fn index_keys(props: &[(String, String)]) -> Vec<String> {
-    let mut keys_out = Vec::new();
-    for (k, v) in props {
-        if k == keys::KEYS {
-            keys_out.extend(v.split(' ').filter(|s| !s.is_empty()).map(String::from));
-        } else if k == keys::UNIQ_KEY {
-            keys_out.push(v.clone());
-        }
-    }
-    keys_out
 }
 
 async fn send_inner(
@@ -343,7 +258,6 @@ struct Scan<'a> {
 }
 
 fn scan(props: &str) -> Scan<'_> {
-    use crate::broker::timer::{TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS};
     let mut s = Scan::default();
     // The last occurrence of a key wins, as in Java's parsed map.
     for (k, v) in properties::pairs(props) {
@@ -353,7 +267,9 @@ fn scan(props: &str) -> Scan<'_> {
             keys::WAIT => s.no_wait = v == "false",
             keys::TAGS => s.tags = Some(v),
             keys::KEYS => s.keys = Some(v),
-            keys::DELAY | TIMER_DELIVER_MS | TIMER_DELAY_SEC | TIMER_DELAY_MS => s.rewrite = true,
+            keys::DELAY | keys::TIMER_DELIVER_MS | keys::TIMER_DELAY_SEC | keys::TIMER_DELAY_MS => {
+                s.rewrite = true
+            }
             keys::TRAN_MSG => s.prepared = v.eq_ignore_ascii_case("true"),
             _ => {}
         }
@@ -395,7 +311,7 @@ fn encode_plain(
     let ctx = &shard.ctx;
     let levels = &ctx.delay_levels;
     let cluster = ctx.cfg.broker_cluster_name.as_str();
-    let now = crate::broker::now_ms();
+    let now = crate::common::now_ms();
     let mut props = String::with_capacity(items.iter().map(|i| i.props.len() + 96).sum());
     // (properties range, UNIQ_KEY value range) per message, into `props`.
     let mut spans = Vec::with_capacity(items.len());
@@ -492,7 +408,7 @@ fn encode_rewritten(
     to_dlq: bool,
 ) -> Result<(Vec<AppendRecord>, String), BrokerError> {
     let cluster = shard.ctx.cfg.broker_cluster_name.as_str();
-    let now = crate::broker::now_ms();
+    let now = crate::common::now_ms();
     let mut records = Vec::with_capacity(items.len());
     let mut uniq_keys = String::new();
     for item in items {
@@ -533,208 +449,9 @@ fn encode_rewritten(
     Ok((records, uniq_keys))
 }
 
-/// A message about to be stored, before delay rewriting and encoding.
-pub struct Outgoing<'a> {
-    pub topic: &'a str,
-    pub queue_id: i32,
-    pub flag: i32,
-    pub sys_flag: i32,
-    pub born_timestamp: i64,
-    pub born_host: std::net::SocketAddr,
-    pub reconsume_times: i32,
-    pub body: &'a [u8],
-    pub props: Vec<(String, String)>,
-}
-
-/// Encodes a stored record. A `DELAY` level > 0 (on a non-transactional message) moves it to
-/// the schedule topic: queue level - 1, real topic and queue kept in properties, and the
-/// delivery time in the ConsumeQueue tag slot (store timestamp + the level's delay, computed
-/// from the stored record by `tags_code::of_record` exactly as recovery recomputes it).
-pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, BrokerError> {
-    let mut props = m.props;
-    let tx_type = message::sys_flag::transaction_type(m.sys_flag);
-    let delay = props
-        .iter()
-        .find(|(k, _)| k == keys::DELAY)
-        .and_then(|(_, v)| tags_code::delay_level(v))
-        .filter(|_| tx_type == 0 || tx_type == message::sys_flag::TRANSACTION_COMMIT);
-    let now = crate::broker::now_ms();
-    let timer_at = if delay.is_none() {
-        crate::broker::timer::requested_delivery(&props, now)?.filter(|at| *at > now)
-    } else {
-        None
-    };
-    let (topic, queue_id) = if let Some(at) = timer_at {
-        props.retain(|(k, _)| {
-            k != keys::REAL_TOPIC && k != keys::REAL_QID && k != crate::broker::timer::TIMER_OUT_MS
-        });
-        props.push((keys::REAL_TOPIC.into(), m.topic.to_string()));
-        props.push((keys::REAL_QID.into(), m.queue_id.to_string()));
-        props.push((crate::broker::timer::TIMER_OUT_MS.into(), at.to_string()));
-        (
-            crate::broker::timer::TIMER_TOPIC.to_string(),
-            crate::broker::timer::TIMER_QUEUE as i32,
-        )
-    } else {
-        let levels = &shard.ctx.delay_levels;
-        match delay {
-            Some(level) => {
-                props.retain(|(k, _)| k != keys::REAL_TOPIC && k != keys::REAL_QID);
-                props.push((keys::REAL_TOPIC.into(), m.topic.to_string()));
-                props.push((keys::REAL_QID.into(), m.queue_id.to_string()));
-                (
-                    SCHEDULE_TOPIC.to_string(),
-                    level.min(levels.max_level()) - 1,
-                )
-            }
-            None => (m.topic.to_string(), m.queue_id),
-        }
-    };
-    let index = IndexKeys::Owned(index_keys(&props));
-    let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    // From the stored properties, as recovery recomputes it: the delay-level or timer delivery
-    // time for the records parked above, the tag hash for the others.
-    let tags = tags_code::of_record(&topic, &props_str, &shard.ctx.delay_levels);
-    let msg = MessageToStore {
-        topic: &topic,
-        queue_id,
-        flag: m.flag,
-        sys_flag: m.sys_flag,
-        born_timestamp: m.born_timestamp,
-        born_host: m.born_host,
-        store_host: shard.ctx.store_host,
-        reconsume_times: m.reconsume_times,
-        prepared_transaction_offset: 0,
-        body: m.body,
-        properties: &props_str,
-    };
-    let mut bytes = BytesMut::with_capacity(message::stored_len(
-        m.sys_flag,
-        m.body.len(),
-        topic.len(),
-        props_str.len(),
-    ));
-    message::encode(&msg, &mut bytes).map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
-    Ok(AppendRecord::whole(
-        Some(topic.into()),
-        queue_id as u32,
-        tags,
-        index,
-        tx_type != message::sys_flag::TRANSACTION_PREPARED
-            && tx_type != message::sys_flag::TRANSACTION_ROLLBACK,
-        bytes,
-    ))
-}
-
-/// Re-appends a record parked in a system topic (schedule or timer) to the topic and queue in
-/// its `REAL_TOPIC`/`REAL_QID` properties, dropping those and `strip`. A record without them
-/// cannot be routed: it is logged and skipped rather than retried forever.
-pub async fn reappend_to_real_topic(
-    shard: &Rc<Shard>,
-    phy: u64,
-    size: u32,
-    strip: &[&str],
-) -> Result<(), BrokerError> {
-    let record = {
-        let mut reader = shard.reader.borrow_mut();
-        let bytes = reader.read(phy, size)?;
-        let r = message::decode(bytes, true)
-            .map_err(|e| BrokerError::System(format!("corrupt parked record at {phy}: {e}")))?;
-        let mut props = properties::parse(r.properties);
-        let mut take = |key: &str| {
-            let i = props.iter().position(|(k, _)| k == key)?;
-            Some(props.remove(i).1)
-        };
-        let topic = take(keys::REAL_TOPIC);
-        let qid = take(keys::REAL_QID).and_then(|q| q.parse::<u32>().ok());
-        for k in strip {
-            take(k);
-        }
-        let (Some(topic), Some(qid)) = (topic, qid) else {
-            tracing::error!(phy, "parked message without REAL_TOPIC/REAL_QID; skipped");
-            return Ok(());
-        };
-        let tag = props
-            .iter()
-            .find(|(k, _)| k == keys::TAGS)
-            .map(|(_, v)| v.clone());
-        let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let msg = MessageToStore {
-            topic: &topic,
-            queue_id: qid as i32,
-            flag: r.flag,
-            sys_flag: r.sys_flag,
-            born_timestamp: r.born_timestamp,
-            born_host: r.born_host,
-            store_host: r.store_host,
-            reconsume_times: r.reconsume_times,
-            prepared_transaction_offset: r.prepared_transaction_offset,
-            body: r.body,
-            properties: &props_str,
-        };
-        let mut bytes = BytesMut::with_capacity(r.total_size as usize);
-        message::encode(&msg, &mut bytes)
-            .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;
-        let tags = tags_code::of_record_tagged(
-            &topic,
-            &props_str,
-            tag.as_deref(),
-            &shard.ctx.delay_levels,
-        );
-        AppendRecord::whole(
-            Some(topic.into()),
-            qid,
-            tags,
-            IndexKeys::Owned(index_keys(&props)),
-            true,
-            bytes,
-        )
-    };
-    append(shard, vec![record], true).await.map(|_| ())
-}
-
-/// Hands records to the writer (never blocking) and waits for its reply. The writer is woken
-/// once per burst of appends on this shard (`Shard::wake_writer_soon`), not once per request.
-pub async fn append(
-    shard: &Rc<Shard>,
-    records: Vec<AppendRecord>,
-    wait_flush: bool,
-) -> Result<AppendOutcome, BrokerError> {
-    let (tx, rx) = oneshot::channel::<Result<AppendOutcome, crate::store::StoreError>>();
-    let req = AppendRequest {
-        records,
-        wait_flush,
-        reply: Box::new(move |r| {
-            // The receiver is gone only when the request's task was dropped (shutdown).
-            let _ = tx.send(r);
-        }),
-    };
-    if shard.ctx.writer.try_append_unwoken(req).is_err() {
-        return Err(BrokerError::Busy);
-    }
-    shard.wake_writer_soon();
-    match rx.await {
-        Ok(r) => Ok(r?),
-        Err(_) => Err(BrokerError::ServiceNotAvailable(
-            "the store writer stopped".into(),
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// RocketMQ's topic rule: legal characters and lengths accepted, others rejected clearly.
-    #[test]
-    fn topic_validation() {
-        assert!(validate_topic("Topic_Test-1").is_ok());
-        assert!(validate_topic("%RETRY%group").is_ok());
-        assert!(validate_topic("").is_err());
-        assert!(validate_topic("bad topic").is_err());
-        assert!(validate_topic(&"a".repeat(128)).is_err());
-        assert!(validate_topic(&format!("%RETRY%{}", "a".repeat(200))).is_ok());
-    }
 
     /// The client's string is kept; an unterminated last pair is closed before a new pair, and
     /// an empty segment gets no leading separator.
@@ -760,16 +477,5 @@ mod tests {
         assert!(s.no_wait && !s.cluster && !s.rewrite);
         assert!(scan("DELAY\u{1}3\u{2}").rewrite);
         assert!(scan("TIMER_DELAY_SEC\u{1}3\u{2}").rewrite);
-    }
-
-    /// KEYS split on spaces and UNIQ_KEY are the indexed keys.
-    #[test]
-    fn index_keys_from_properties() {
-        let props = vec![
-            (keys::KEYS.to_string(), "k1 k2".to_string()),
-            (keys::UNIQ_KEY.to_string(), "U".to_string()),
-            (keys::TAGS.to_string(), "T".to_string()),
-        ];
-        assert_eq!(index_keys(&props), vec!["k1", "k2", "U"]);
     }
 }

@@ -12,7 +12,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::broker::long_poll::Waiter;
+use crate::broker::metadata::topic_validator::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use crate::broker::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
+use crate::broker::stats::BrokerStats;
+use crate::broker::timer::state::TimerState;
+use crate::broker::transaction::state::TransactionState;
 use crate::config::BrokerConfig;
 use crate::protocol::msg_id::UniqKeyGenerator;
 use crate::remoting::ConnHandle;
@@ -20,6 +24,23 @@ use crate::runtime::{MailboxReceiver, Mesh};
 use crate::store::consume_queue::{ConsumeQueue, CqUnit};
 use crate::store::reader::CommitLogReader;
 use crate::writer::{DispatchRun, WriterSender};
+
+/// The shard that owns (topic, queue_id). FNV-1a over the topic, plus the queue id, so the
+/// queues of one topic spread over shards. The transaction op queue lives with the half queue,
+/// whose owner alone reads both (see `transaction`).
+pub fn owner_of(topic: &str, queue_id: u32, shards: usize) -> usize {
+    let topic = if topic == TRANS_OP_HALF_TOPIC {
+        TRANS_HALF_TOPIC
+    } else {
+        topic
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in topic.as_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    ((h.wrapping_add(queue_id as u64)) % shards.max(1) as u64) as usize
+}
 
 /// Immutable facts every shard shares.
 pub struct BrokerContext {
@@ -29,13 +50,13 @@ pub struct BrokerContext {
     pub writer: WriterSender,
     pub shard_count: usize,
     pub started_ms: i64,
-    pub delay_levels: crate::broker::schedule::DelayLevels,
+    pub delay_levels: crate::store::DelayLevels,
     /// The checkpoint's logicsMsgTimestamp: recovery after a crash starts from here.
     pub logics_msg_timestamp: std::sync::Arc<std::sync::atomic::AtomicI64>,
     /// Set once every name server has accepted a registration (or there is none).
     pub registered: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Put and get counters, one set per shard (`broker::stats`).
-    pub stats: crate::broker::stats::BrokerStats,
+    pub stats: BrokerStats,
 }
 
 /// A queue owned by this shard.
@@ -88,9 +109,9 @@ pub struct Shard {
     /// Delay level -> next schedule-queue offset to deliver (levels whose queue we own).
     pub delay_progress: RefCell<BTreeMap<i32, i64>>,
     /// The timer service's state, on the shard owning the timer queue only.
-    pub timer: RefCell<Option<crate::broker::timer::TimerState>>,
+    pub timer: RefCell<Option<TimerState>>,
     /// The transaction service's state, on the shard owning the half queue only.
-    pub transaction: RefCell<Option<crate::broker::transaction::TransactionState>>,
+    pub transaction: RefCell<Option<TransactionState>>,
     next_conn: Cell<u64>,
     round_robin: Cell<u64>,
     pub stopping: Cell<bool>,
@@ -189,7 +210,7 @@ impl Shard {
 
     /// The shard owning (topic, queue_id).
     pub fn owner(&self, topic: &str, queue_id: u32) -> usize {
-        super::owner_of(topic, queue_id, self.ctx.shard_count)
+        owner_of(topic, queue_id, self.ctx.shard_count)
     }
 
     /// Applies every batch of units the writer has published so far.

@@ -17,10 +17,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::broker::handler::BrokerHandler;
+use crate::broker::metadata::topic_validator::{SCHEDULE_TOPIC, TIMER_TOPIC};
 use crate::broker::metadata::Metadata;
-use crate::broker::schedule::{self, SCHEDULE_TOPIC};
-use crate::broker::shard::{BrokerContext, OffsetTable};
-use crate::broker::{admin, clients, now_ms, offsets, owner_of, register, timer, Shard};
+use crate::broker::shard::{owner_of, BrokerContext, OffsetTable, Shard};
+use crate::broker::{clients, offsets, register, schedule, timer, topic_manager};
+use crate::common::now_ms;
 use crate::config::BrokerConfig;
 use crate::constants::SHARD_MAILBOX_CAPACITY;
 use crate::remoting::connection::{serve, ConnLimits};
@@ -90,7 +91,7 @@ struct ShardParts {
     offsets: OffsetTable,
     meta: Option<Metadata>,
     delay_progress: std::collections::BTreeMap<i32, i64>,
-    timer_progress: timer::TimerProgress,
+    timer_progress: timer::state::TimerProgress,
     /// Connections open across the broker's shards (`maxConnections`).
     open_connections: Arc<AtomicUsize>,
 }
@@ -191,8 +192,8 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     }
     let offsets_split = offsets::load(&cfg.store.store_path_root_dir, n);
     let mut meta = Some(Metadata::load(&cfg));
-    let timer_owner = owner_of(timer::TIMER_TOPIC, timer::TIMER_QUEUE, n);
-    let mut timer_progress = Some(timer::load_progress(&cfg.store.store_path_root_dir));
+    let timer_owner = owner_of(TIMER_TOPIC, timer::state::TIMER_QUEUE, n);
+    let mut timer_progress = Some(timer::state::load_progress(&cfg.store.store_path_root_dir));
     let open_connections = Arc::new(AtomicUsize::new(0));
     let mut parts = Vec::new();
     for (i, (((mesh, rx), (cqs, offsets)), delay_progress)) in meshes
@@ -218,7 +219,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             timer_progress: if i == timer_owner {
                 timer_progress.take().unwrap_or_default()
             } else {
-                timer::TimerProgress::default()
+                timer::state::TimerProgress::default()
             },
             open_connections: open_connections.clone(),
         }));
@@ -286,9 +287,9 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     crate::broker::transaction::start(&shard);
     crate::broker::clean::start(&shard);
     if is_meta {
-        admin::topics_changed(&shard);
+        topic_manager::topics_changed(&shard);
         runtime::spawn(register::run(shard.clone()));
-        runtime::spawn(crate::broker::stats::run_sampler(shard.clone()));
+        runtime::spawn(crate::broker::runtime_info::run_sampler(shard.clone()));
         runtime::spawn(periodic_meta(shard.clone()));
     }
     // The main and fast listeners of a shard share its connection count.
@@ -422,7 +423,7 @@ async fn periodic_meta(s0: Rc<Shard>) {
         let bytes = offsets::gather(&s0).await;
         let delay = schedule::gather(&s0).await;
         if delay != last_delay {
-            admin::persist_in_background(
+            topic_manager::persist_in_background(
                 schedule::delay_offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
                 delay.clone(),
             );
@@ -430,15 +431,15 @@ async fn periodic_meta(s0: Rc<Shard>) {
         }
         if let Some(t) = gather_timer(&s0).await {
             if t != last_timer {
-                admin::persist_in_background(
-                    timer::progress_path(&s0.ctx.cfg.store.store_path_root_dir),
+                topic_manager::persist_in_background(
+                    timer::state::progress_path(&s0.ctx.cfg.store.store_path_root_dir),
                     t.clone(),
                 );
                 last_timer = t;
             }
         }
         if bytes != last_offsets {
-            admin::persist_in_background(
+            topic_manager::persist_in_background(
                 offsets::offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
                 bytes.clone(),
             );
@@ -532,22 +533,16 @@ impl BrokerHandle {
                     )
                 };
                 let res = runtime::spawn_blocking(move || {
-                    crate::broker::metadata::write_config_file(
-                        &offsets::offsets_path(&root),
-                        &bytes,
-                    )?;
-                    crate::broker::metadata::write_config_file(
+                    crate::common::config_file::write(&offsets::offsets_path(&root), &bytes)?;
+                    crate::common::config_file::write(
                         &schedule::delay_offsets_path(&root),
                         &delay,
                     )?;
                     if let Some(t) = &timer_bytes {
-                        crate::broker::metadata::write_config_file(
-                            &timer::progress_path(&root),
-                            t,
-                        )?;
+                        crate::common::config_file::write(&timer::state::progress_path(&root), t)?;
                     }
-                    crate::broker::metadata::write_config_file(&topics_path, &topics)?;
-                    crate::broker::metadata::write_config_file(&groups_path, &groups)
+                    crate::common::config_file::write(&topics_path, &topics)?;
+                    crate::common::config_file::write(&groups_path, &groups)
                 })
                 .await;
                 if let Err(e) = res {

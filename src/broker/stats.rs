@@ -1,32 +1,22 @@
-//! Broker statistics and GET_BROKER_RUNTIME_INFO (28), in the keys and value formats of
-//! Java's `DefaultMessageStore.getRuntimeInfo`, `StoreStatsService` and
-//! `AdminBrokerProcessor.prepareRuntimeInfo`, which mqadmin and the dashboard parse.
+//! Broker statistics: per-shard put and get counters and shard 0's sampling window, from which
+//! GET_BROKER_RUNTIME_INFO (`runtime_info`) reports Java's rates and day totals.
 //!
 //! Counting costs the message path one relaxed atomic add on a counter only its shard writes
 //! (a cache line of its own, no lock): puts are counted where a shard applies the units the
 //! writer dispatched (`Shard::on_dispatch`), gets where a pull looks its queue up (found or
 //! missed, and the messages returned). Shard 0 samples the sums every second into a bounded
 //! window of `SAMPLES_MAX` + 1 samples (Java's 10-minute window) and computes the 10 s, 60 s
-//! and 600 s rates from it on request, with the disk usage it measured last; it also keeps the
-//! day totals (`msgPutTotalTodayMorning` and the like), turning the day over at UTC midnight
-//! where Java uses local midnight.
+//! and 600 s rates from it on request; it also keeps the day totals (`msgPutTotalTodayMorning`
+//! and the like), turning the day over at UTC midnight where Java uses local midnight.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
-use std::rc::Rc;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-use crate::broker::{now_ms, BrokerError, Shard};
-use crate::protocol::codes::response_code as rc;
-use crate::protocol::message;
-use crate::protocol::RemotingCommand;
-use crate::runtime;
-
+/// Oneway sends the broker could not store (busy, bad input); exported as a metric.
+pub static ONEWAY_DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Samples kept: one a second for Java's longest rate window (600 s), plus its start.
 pub const SAMPLES_MAX: usize = 600;
-const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
-const DAY_MS: i64 = 86_400_000;
+pub const DAY_MS: i64 = 86_400_000;
 
 /// One shard's counters; only that shard adds to them.
 #[derive(Default)]
@@ -105,13 +95,13 @@ impl ShardCounters {
 pub struct Sampler {
     samples: VecDeque<Sample>,
     day: i64,
-    put_today_morning: u64,
-    put_yesterday_morning: u64,
-    get_today_morning: u64,
-    get_yesterday_morning: u64,
+    pub put_today_morning: u64,
+    pub put_yesterday_morning: u64,
+    pub get_today_morning: u64,
+    pub get_yesterday_morning: u64,
     /// Used share of the store's filesystem (0..1, Java's `getDiskPartitionSpaceUsedPercent`);
     /// None until measured or when statvfs fails (then -1 is reported).
-    disk_ratio: Option<f64>,
+    pub disk_ratio: Option<f64>,
 }
 
 impl Sampler {
@@ -154,158 +144,6 @@ impl Sampler {
             self.tps(600, f)
         )
     }
-}
-
-thread_local! {
-    /// Shard 0's sampler (other shards never touch theirs).
-    static SAMPLER: RefCell<Sampler> = RefCell::new(Sampler::default());
-}
-
-/// Shard 0: samples the counters and the store's disk usage (statvfs, on a helper thread)
-/// every second while the broker runs, so a request reads them without waiting.
-pub async fn run_sampler(s0: Rc<Shard>) {
-    while !s0.stopping.get() {
-        let s = s0.ctx.stats.sum(now_ms());
-        SAMPLER.with(|x| x.borrow_mut().record(s));
-        let root = s0.ctx.cfg.store.store_path_root_dir.clone();
-        let disk =
-            runtime::spawn_blocking(move || crate::store::retention::disk_usage(&root)).await;
-        let ratio = match disk {
-            Ok(d) if d.total_bytes > 0 => Some(d.used_bytes as f64 / d.total_bytes as f64),
-            _ => None,
-        };
-        SAMPLER.with(|x| x.borrow_mut().disk_ratio = ratio);
-        runtime::sleep(SAMPLE_PERIOD).await;
-    }
-}
-
-/// The figures shard 0 computes from its sampler.
-fn sampled_figures(s0: &Shard) -> BTreeMap<String, String> {
-    let now = s0.ctx.stats.sum(now_ms());
-    SAMPLER.with(|x| {
-        let x = x.borrow();
-        let found_or_miss = |s: &Sample| s.found + s.miss;
-        let transferred = x.tps3(|s| s.transferred);
-        let mut t = BTreeMap::new();
-        t.insert("putTps".into(), x.tps3(|s| s.put));
-        t.insert("getFoundTps".into(), x.tps3(|s| s.found));
-        t.insert("getMissTps".into(), x.tps3(|s| s.miss));
-        t.insert("getTotalTps".into(), x.tps3(found_or_miss));
-        t.insert("getTransferredTps".into(), transferred.clone());
-        // The misspelling older Java brokers used, which the dashboard still reads.
-        t.insert("getTransferedTps".into(), transferred);
-        t.insert("putMessageTimesTotal".into(), now.put.to_string());
-        t.insert("msgPutTotalTodayNow".into(), now.put.to_string());
-        t.insert(
-            "msgPutTotalTodayMorning".into(),
-            x.put_today_morning.to_string(),
-        );
-        t.insert(
-            "msgPutTotalYesterdayMorning".into(),
-            x.put_yesterday_morning.to_string(),
-        );
-        t.insert("msgGetTotalTodayNow".into(), now.transferred.to_string());
-        t.insert(
-            "msgGetTotalTodayMorning".into(),
-            x.get_today_morning.to_string(),
-        );
-        t.insert(
-            "msgGetTotalYesterdayMorning".into(),
-            x.get_yesterday_morning.to_string(),
-        );
-        let ratio = format!("{:?}", x.disk_ratio.unwrap_or(-1.0));
-        let path = s0.ctx.cfg.store.commit_log_dir();
-        t.insert(
-            format!("commitLogDiskRatio_{}", path.display()),
-            ratio.clone(),
-        );
-        t.insert("commitLogDiskRatio".into(), ratio.clone());
-        t.insert("consumeQueueDiskRatio".into(), ratio);
-        t
-    })
-}
-
-/// Store timestamp of the first record of the commit log, -1 when there is none.
-fn earliest_message_time(s: &Shard) -> i64 {
-    let min = s.ctx.writer.min_phy_offset();
-    if min >= s.ctx.writer.max_phy_offset() {
-        return -1;
-    }
-    let mut reader = s.reader.borrow_mut();
-    let size = match reader.read(min, 4) {
-        Ok(h) => u32::from_be_bytes([h[0], h[1], h[2], h[3]]),
-        Err(_) => return -1,
-    };
-    let max = s.ctx.cfg.store.max_record_len() as u32;
-    if size == 0 || size > max {
-        return -1;
-    }
-    reader
-        .read(min, size)
-        .ok()
-        .and_then(|b| message::decode(b, false).ok())
-        .map_or(-1, |r| r.store_timestamp)
-}
-
-/// GET_BROKER_RUNTIME_INFO: `{"table":{...}}` of string figures.
-pub async fn runtime_info(
-    shard: Rc<Shard>,
-    cmd: &RemotingCommand,
-) -> Result<RemotingCommand, BrokerError> {
-    // Answered at once on shard 0 (no hop, nothing awaited), like any other small request.
-    let mut t = if shard.id == 0 {
-        sampled_figures(&shard)
-    } else {
-        shard
-            .mesh
-            .call(0, |s0| async move { sampled_figures(&s0) })
-            .await?
-    };
-    let w = &shard.ctx.writer;
-    let mut put = |k: &str, v: String| {
-        t.insert(k.to_string(), v);
-    };
-    put("commitLogMaxOffset", w.max_phy_offset().to_string());
-    put("commitLogMinOffset", w.min_phy_offset().to_string());
-    put(
-        "earliestMessageTimeStamp",
-        earliest_message_time(&shard).to_string(),
-    );
-    put("brokerActive", "true".into());
-    put("brokerVersion", "479".into());
-    put("brokerVersionDesc", "V5_3_3".into());
-    put("bootTimestamp", shard.ctx.started_ms.to_string());
-    put("startAcceptSendRequestTimeStamp", "0".into());
-    put("runtime", format_runtime(now_ms() - shard.ctx.started_ms));
-    put("dispatchBehindBytes", "0".into());
-    put("pageCacheLockTimeMills", "0".into());
-    put("remainTransientStoreBufferNumbs", "2147483647".into());
-    put("shardCount", shard.ctx.shard_count.to_string());
-    put("sendfileBytes", load(&runtime::net::SENDFILE_BYTES));
-    put(
-        "sendfileFallbackBytes",
-        load(&runtime::net::SENDFILE_FALLBACK_BYTES),
-    );
-    put("onewayDropped", load(&crate::broker::send::ONEWAY_DROPPED));
-    let body = serde_json::json!({ "table": t });
-    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None)
-        .with_body(serde_json::to_vec(&body).unwrap_or_default()))
-}
-
-fn load(c: &AtomicU64) -> String {
-    c.load(Ordering::Relaxed).to_string()
-}
-
-/// Java's `StoreStatsService.getFormatRuntime`: `[ d days, h hours, m minutes, s seconds ]`.
-fn format_runtime(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    format!(
-        "[ {} days, {} hours, {} minutes, {} seconds ]",
-        s / 86_400,
-        s % 86_400 / 3600,
-        s % 3600 / 60,
-        s % 60
-    )
 }
 
 #[cfg(test)]
@@ -367,14 +205,5 @@ mod tests {
         st.shard(0).add_get(0);
         let s = st.sum(1);
         assert_eq!((s.put, s.found, s.miss, s.transferred), (7, 1, 1, 7));
-    }
-
-    /// Java's runtime text.
-    #[test]
-    fn runtime_format() {
-        assert_eq!(
-            format_runtime(90_061_000),
-            "[ 1 days, 1 hours, 1 minutes, 1 seconds ]"
-        );
     }
 }

@@ -15,10 +15,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use crate::broker::admin::topics_changed;
-use crate::broker::clients::RETRY_GROUP_TOPIC_PREFIX;
-use crate::broker::topic_validator::is_system_topic;
-use crate::broker::{BrokerError, Shard};
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator::{is_system_topic, RETRY_GROUP_TOPIC_PREFIX};
+use crate::broker::shard::Shard;
+use crate::broker::topic_manager::topics_changed;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::DeleteTopicRequestHeader;
 use crate::protocol::RemotingCommand;
@@ -156,7 +156,7 @@ async fn drop_owned(s: &Rc<Shard>, topic: &str) {
         .map(|k| root.join(k.1.to_string()))
         .collect();
     let moved = runtime::spawn_blocking(move || {
-        let stamp = crate::broker::now_ms();
+        let stamp = crate::common::now_ms();
         dirs.into_iter()
             .filter_map(|d| {
                 // Not a queue id any more: a crash before the removal leaves a directory that

@@ -12,14 +12,13 @@
 //! closes (failing whatever still waits) when the connection ends.
 
 use std::cell::Cell;
-use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use futures_lite::FutureExt;
 
-use super::{ConnInfo, Handler, Outbound, ResponseTable};
+use super::{ConnInfo, FileRange, Handler, Outbound, ResponseTable};
 use crate::constants::{
     IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, MAX_INFLIGHT_PER_CONN, READ_CHUNK, READ_CHUNK_INITIAL,
     WRITE_COALESCE_BYTES, WRITE_STALL_TIMEOUT_MS,
@@ -28,7 +27,6 @@ use crate::protocol::frame::split_frame;
 use crate::protocol::RemotingCommand;
 use crate::runtime::net::Stream;
 use crate::runtime::{self, MailboxReceiver, SendError};
-use crate::store::SegmentRange;
 
 /// Limits applied to every connection.
 #[derive(Clone, Copy, Debug)]
@@ -347,7 +345,7 @@ async fn write_zero_copy<H: Handler>(
     let sources = ranges.iter().map(open).collect::<Result<Vec<_>, _>>()?;
     write_head(stream, head).await?;
     let slices: Vec<&[u8]> = sources.iter().map(|s| s.bytes()).collect();
-    let live = || sources.iter().all(SegmentRange::is_live);
+    let live = || sources.iter().all(FileRange::is_live);
     let spliced = stream
         .splice_all(&slices, &live)
         .await
@@ -373,11 +371,9 @@ async fn write_head(stream: &mut Stream, head: &[u8]) -> Result<(), String> {
 }
 
 /// One commit-log range by sendfile.
-async fn send_range(stream: &mut Stream, s: &SegmentRange) -> Result<(), String> {
+async fn send_range(stream: &mut Stream, s: &impl FileRange) -> Result<(), String> {
     stream
-        .sendfile_all(s.file.as_raw_fd(), s.offset, s.len as usize, &|| {
-            s.is_live()
-        })
+        .sendfile_all(s.fd(), s.file_offset(), s.size() as usize, &|| s.is_live())
         .await
         .map_err(|e| format!("sendfile error: {e}"))
 }

@@ -1,4 +1,5 @@
-//! Sockets only: the per-connection read/write loop shared by the broker and the name server,
+//! Sockets only (it knows nothing of the store: a zero-copy body is a [`FileRange`] its handler
+//! opens): the per-connection read/write loop shared by the broker and the name server,
 //! and a small request/response client (the broker's link to name servers).
 //!
 //! A connection is served by one task on the shard that accepted it. It reads frames, hands each
@@ -93,10 +94,49 @@ pub trait Handler: 'static {
     /// The connection closed (peer gone, error, or shutdown).
     fn closed(self: Rc<Self>, conn: &ConnInfo);
 
-    /// Opens a commit-log range for a zero-copy body: the handle keeps the segment's file and
-    /// mapping alive for the duration of the write.
-    fn open_range(&self, phy_offset: u64, size: u32)
-        -> std::io::Result<crate::store::SegmentRange>;
+    /// What a zero-copy body's ranges are opened as.
+    type Range: FileRange;
+
+    /// Opens a range `(phy_offset, size)` of an `Outbound::ZeroCopy` body: the handle keeps the
+    /// file (and whatever maps it) open for the duration of the write.
+    fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<Self::Range>;
+}
+
+/// A byte range of a file that a zero-copy body is written from, as the handler opened it. The
+/// connection sends it with sendfile (one range) or splices its bytes through a pipe (several).
+pub trait FileRange {
+    /// The file sendfile reads from.
+    fn fd(&self) -> std::os::fd::RawFd;
+    /// Where the range starts in that file.
+    fn file_offset(&self) -> u64;
+    /// The range's length in bytes.
+    fn size(&self) -> u32;
+    /// The range's bytes in memory, for splicing.
+    fn bytes(&self) -> &[u8];
+    /// False once bytes not yet handed to the kernel must no longer be read (the file was
+    /// taken out of use while the range was being written).
+    fn is_live(&self) -> bool;
+}
+
+/// The range type of a handler that never sends a zero-copy body (the name server).
+pub enum NoRange {}
+
+impl FileRange for NoRange {
+    fn fd(&self) -> std::os::fd::RawFd {
+        match *self {}
+    }
+    fn file_offset(&self) -> u64 {
+        match *self {}
+    }
+    fn size(&self) -> u32 {
+        match *self {}
+    }
+    fn bytes(&self) -> &[u8] {
+        match *self {}
+    }
+    fn is_live(&self) -> bool {
+        match *self {}
+    }
 }
 
 /// Encodes a command into a frame, logging (not panicking) if it cannot be encoded.

@@ -21,11 +21,14 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 
-use crate::broker::topic_validator::{TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC};
+use crate::broker::metadata::topic_validator::{TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC};
+use crate::broker::shard::Shard;
+use crate::broker::topic_manager::ensure_system_topic;
 use crate::broker::transaction::end::immunity_ms;
-use crate::broker::transaction::records::{self, value, CopyAt};
-use crate::broker::transaction::{ensure_system_topic, persist, HALF_QUEUE_ID};
-use crate::broker::{broker2client, now_ms, send, Shard};
+use crate::broker::transaction::records::{value, CopyAt};
+use crate::broker::transaction::{persist, records, HALF_QUEUE_ID};
+use crate::broker::{append, broker2client};
+use crate::common::now_ms;
 use crate::constants::{
     TRANSACTION_CHECK_BATCH, TRANSACTION_CHECK_BATCH_BYTES, TRANSACTION_CHECK_MAX_MS,
 };
@@ -124,7 +127,7 @@ pub async fn check_once(shard: &Rc<Shard>) {
         let outcome = if !ok || records.is_empty() {
             None
         } else {
-            match send::append(shard, records, true).await {
+            match append::append(shard, records, true).await {
                 Ok(o) => Some(o),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot store the check's copies; the next run retries");

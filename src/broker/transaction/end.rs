@@ -7,9 +7,12 @@
 
 use std::rc::Rc;
 
-use crate::broker::topic_validator::TRANS_HALF_TOPIC;
+use crate::broker::append;
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator::TRANS_HALF_TOPIC;
+use crate::broker::shard::Shard;
 use crate::broker::transaction::{owner, persist, records, Refusal, HALF_QUEUE_ID};
-use crate::broker::{now_ms, send, BrokerError, Shard};
+use crate::common::now_ms;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::EndTransactionRequestHeader;
 use crate::protocol::message::{self, sys_flag};
@@ -152,7 +155,7 @@ pub async fn decide(shard: &Rc<Shard>, d: Decision) -> Result<(), BrokerError> {
     let result = match op {
         Ok(op) => {
             batch.push(op);
-            send::append(shard, batch, true).await
+            append::append(shard, batch, true).await
         }
         Err(e) => Err(e),
     };

@@ -21,17 +21,17 @@
 pub mod check;
 pub mod end;
 pub mod records;
-mod state;
+pub mod state;
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
 pub use state::{Refusal, TransactionState};
 
-use crate::broker::metadata::{topic_config, PERM_READ, PERM_WRITE};
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use crate::broker::offsets;
-use crate::broker::topic_validator::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
-use crate::broker::{admin, BrokerError, Shard};
+use crate::broker::shard::Shard;
 use crate::protocol::message;
 use crate::protocol::properties::{self, keys};
 
@@ -149,27 +149,4 @@ pub fn persist(shard: &Shard, state: &TransactionState) {
         HALF_QUEUE_ID,
         state.op_progress() as i64,
     );
-}
-
-/// Creates a topic the service writes to and consumers may read (TRANS_CHECK_MAX_TIME_TOPIC).
-pub async fn ensure_system_topic(
-    shard: &Rc<Shard>,
-    topic: &'static str,
-) -> Result<(), BrokerError> {
-    if shard.topics.borrow().get(topic).is_some() {
-        return Ok(());
-    }
-    shard
-        .mesh
-        .call(0, move |s0| async move {
-            let changed =
-                s0.meta()
-                    .borrow_mut()
-                    .upsert_topic(topic_config(topic, 1, PERM_READ | PERM_WRITE));
-            if changed {
-                admin::topics_changed(&s0);
-            }
-        })
-        .await?;
-    Ok(())
 }

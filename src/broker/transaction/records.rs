@@ -12,11 +12,12 @@ use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::broker::topic_validator::{
+use crate::broker::error::BrokerError;
+use crate::broker::metadata::topic_validator::{
     TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
 };
+use crate::broker::shard::Shard;
 use crate::broker::transaction::{HALF_QUEUE_ID, REMOVE_TAG};
-use crate::broker::{BrokerError, Shard};
 use crate::protocol::codes::request_code;
 use crate::protocol::headers::CheckTransactionStateRequestHeader;
 use crate::protocol::java_hash::tags_code;
@@ -50,7 +51,7 @@ pub fn half_record(shard: &Shard, m: Prepared<'_>) -> Result<(AppendRecord, Stri
     let uniq = match properties::get(m.properties, keys::UNIQ_KEY) {
         Some(u) => u.to_owned(),
         None => {
-            let u = shard.uniq.borrow_mut().next(crate::broker::now_ms());
+            let u = shard.uniq.borrow_mut().next(crate::common::now_ms());
             properties::append(&mut props, keys::UNIQ_KEY, &u);
             u
         }
@@ -175,9 +176,9 @@ fn delayed_commit(
         )));
     };
     props.retain(|(k, _)| k != keys::REAL_TOPIC && k != keys::REAL_QID && k != keys::TRAN_MSG);
-    crate::broker::send::build_record(
+    crate::broker::append::build_record(
         shard,
-        crate::broker::send::Outgoing {
+        crate::broker::append::Outgoing {
             topic: &topic,
             queue_id: qid,
             flag: half.flag,
@@ -198,7 +199,7 @@ pub fn op_record(shard: &Shard, halves: &[u64]) -> Result<AppendRecord, BrokerEr
         body.push_str(&h.to_string());
         body.push(',');
     }
-    let now = crate::broker::now_ms();
+    let now = crate::common::now_ms();
     let props = vec![
         (keys::TAGS.to_owned(), REMOVE_TAG.to_owned()),
         (keys::WAIT.to_owned(), "false".to_owned()),

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::broker::BrokerError;
+use crate::broker::error::BrokerError;
 
 /// The attributes Java's `TopicAttributes.ALL` knows, with their allowed values.
 const SUPPORTED: [(&str, &[&str]); 3] = [

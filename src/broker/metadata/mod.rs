@@ -4,13 +4,17 @@
 //!
 //! Persistence uses RocketMQ's files and shapes (`config/topics.json`,
 //! `config/subscriptionGroup.json`): the bytes are built here and written off the shard by
-//! [`write_config_file`] on a blocking helper thread.
+//! `common::config_file::write` on a blocking helper thread.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub mod topic_attributes;
+pub mod topic_validator;
+
 use crate::config::BrokerConfig;
+use topic_validator::TBW102;
+
 use crate::protocol::body::{
     self, ConsumeFromWhere, ConsumeType, DataVersion, MessageModel, SubscriptionData,
     SubscriptionGroupConfig, TopicConfig, TopicConfigSerializeWrapper,
@@ -21,7 +25,6 @@ pub type TopicSnapshot = HashMap<String, TopicConfig>;
 /// Consumer group -> topic -> subscription registered by heartbeat.
 pub type SubscriptionSnapshot = HashMap<String, HashMap<String, SubscriptionData>>;
 
-pub const TBW102: &str = "TBW102";
 pub const PERM_INHERIT: i32 = 1;
 pub const PERM_WRITE: i32 = 2;
 pub const PERM_READ: i32 = 4;
@@ -71,7 +74,7 @@ pub struct Metadata {
 /// Advances a DataVersion the way RocketMQ's `nextVersion` does.
 pub fn bump(v: &mut DataVersion) {
     v.counter += 1;
-    v.timestamp = crate::broker::now_ms();
+    v.timestamp = crate::common::now_ms();
 }
 
 /// A new topic config with RocketMQ's defaults.
@@ -144,7 +147,7 @@ impl Metadata {
         }
         // Request-reply's replies go to `<brokerClusterName>_REPLY_TOPIC` (Java's
         // TopicConfigManager creates it with one queue).
-        let reply_topic = crate::broker::reply::reply_topic(&cfg.broker_cluster_name);
+        let reply_topic = topic_validator::reply_topic(&cfg.broker_cluster_name);
         for sys in [
             cfg.broker_cluster_name.as_str(),
             cfg.broker_name.as_str(),
@@ -179,7 +182,7 @@ impl Metadata {
             return false;
         }
         self.topics.insert(tc.topic_name.clone(), tc);
-        crate::broker::metadata::bump(&mut self.topics_version);
+        bump(&mut self.topics_version);
         true
     }
 
@@ -196,7 +199,7 @@ impl Metadata {
             ..SubscriptionGroupConfig::default()
         };
         self.groups.insert(group.into(), g.clone());
-        crate::broker::metadata::bump(&mut self.groups_version);
+        bump(&mut self.groups_version);
         Some(g)
     }
 
@@ -266,29 +269,6 @@ impl Metadata {
     }
 }
 
-/// Writes a config file the way RocketMQ 5 does: the old file becomes `.bak`, the new one is
-/// written to a temporary name, fsynced and renamed into place. Blocking: call from a helper
-/// thread, never on a shard.
-pub fn write_config_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    if path.exists() {
-        std::fs::copy(path, path.with_extension("json.bak"))?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,9 +285,9 @@ mod tests {
         assert_eq!((reply.read_queue_nums, reply.write_queue_nums), (1, 1));
         assert!(m.upsert_topic(topic_config("T1", 4, 6)));
         assert!(!m.upsert_topic(topic_config("T1", 4, 6)));
-        write_config_file(&m.topics_path(), &m.topics_file_bytes()).unwrap();
+        crate::common::config_file::write(&m.topics_path(), &m.topics_file_bytes()).unwrap();
         assert!(m.upsert_topic(topic_config("T2", 2, 6)));
-        write_config_file(&m.topics_path(), &m.topics_file_bytes()).unwrap();
+        crate::common::config_file::write(&m.topics_path(), &m.topics_file_bytes()).unwrap();
         let again = Metadata::load(&cfg);
         assert_eq!(again.topics.get("T2").map(|t| t.read_queue_nums), Some(2));
         std::fs::write(m.topics_path(), b"{ not json").unwrap();

@@ -1,9 +1,19 @@
 //! RocketMQ's system topics and the rules clients' requests are checked against (Java's
 //! `TopicValidator`): which names are the broker's own, and which no client may send to.
-//! Pure functions over names; every handler that must refuse a system topic asks here.
+//! Pure functions over names; every handler that must refuse a system topic, or check a
+//! topic name, asks here.
 
-use crate::broker::metadata::TBW102;
-use crate::broker::schedule::SCHEDULE_TOPIC;
+use crate::broker::error::BrokerError;
+pub use crate::store::tags_code::{SCHEDULE_TOPIC, TIMER_TOPIC};
+
+/// The template auto-created topics copy (Java's `AUTO_CREATE_TOPIC_KEY_TOPIC`).
+pub const TBW102: &str = "TBW102";
+/// A consumer group's retry topic is this prefix and the group.
+pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+/// A consumer group's dead-letter topic is this prefix and the group.
+pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
+/// Java's `MixAll.REPLY_TOPIC_POSTFIX`: the reply topic is `<brokerClusterName>_REPLY_TOPIC`.
+pub const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
 
 /// Prefix of every topic the broker creates for itself (the timer's wheel topic is one).
 pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
@@ -59,6 +69,40 @@ pub fn is_hidden_from_routes(topic: &str) -> bool {
     topic == TRANS_HALF_TOPIC || topic == TRANS_OP_HALF_TOPIC
 }
 
+/// The topic replies of this cluster are sent to.
+pub fn reply_topic(cluster: &str) -> String {
+    format!("{cluster}_{REPLY_TOPIC_POSTFIX}")
+}
+
+/// RocketMQ's topic name rule: `[%|a-zA-Z0-9_-]`, at most 127 bytes (255 for retry/DLQ topics).
+pub fn validate_topic(topic: &str) -> Result<(), BrokerError> {
+    let max = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
+        || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
+    {
+        255
+    } else {
+        127
+    };
+    if topic.is_empty() {
+        return Err(BrokerError::InvalidParameter("the topic is empty".into()));
+    }
+    if topic.len() > max {
+        return Err(BrokerError::InvalidParameter(format!(
+            "the topic length {} exceeds {max}",
+            topic.len()
+        )));
+    }
+    if let Some(c) = topic
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '%' | '|' | '_' | '-')))
+    {
+        return Err(BrokerError::InvalidParameter(format!(
+            "the topic[{topic}] contains illegal character {c:?}"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +119,22 @@ mod tests {
         assert!(is_not_allowed_send_topic(TRANS_OP_HALF_TOPIC));
         assert!(!is_not_allowed_send_topic(TBW102));
         assert!(!is_not_allowed_send_topic("TopicTest"));
+    }
+
+    /// RocketMQ's topic rule: legal characters and lengths accepted, others rejected clearly.
+    #[test]
+    fn topic_validation() {
+        assert!(validate_topic("Topic_Test-1").is_ok());
+        assert!(validate_topic("%RETRY%group").is_ok());
+        assert!(validate_topic("").is_err());
+        assert!(validate_topic("bad topic").is_err());
+        assert!(validate_topic(&"a".repeat(128)).is_err());
+        assert!(validate_topic(&format!("%RETRY%{}", "a".repeat(200))).is_ok());
+    }
+
+    /// Java's `MixAll.getReplyTopic`: the cluster name, an underscore, REPLY_TOPIC.
+    #[test]
+    fn reply_topic_name() {
+        assert_eq!(reply_topic("DefaultCluster"), "DefaultCluster_REPLY_TOPIC");
     }
 }
