@@ -66,9 +66,9 @@ pub struct StoreConfig {
     /// the segment allocator (the broker passes the last core).
     pub writer_core: Option<usize>,
     /// Pin the ASYNC_FLUSH flusher to this CPU (the broker passes its first shard's core). Its
-    /// fdatasyncs start the writeback of everything written, and on the writer's core that
-    /// work slowed the writer's own copy into the page cache, the one stage every append of
-    /// every shard goes through (bench journal, nineteenth session). None: unpinned.
+    /// fdatasyncs start the writeback of everything written; kept off the writer's core, that
+    /// work does not slow the writer's copy into the page cache, the one stage every append of
+    /// every shard goes through. None: unpinned.
     pub flush_core: Option<usize>,
     /// Write zeros over every new segment before it becomes active, and fdatasync them
     /// (`warmMapedFileEnable`; `None` = on under SYNC_FLUSH, off under ASYNC_FLUSH, see

@@ -13,12 +13,9 @@
 //!
 //! Unless the rounds keep the disk busy (`disk_saturated`): then the gap after a round is
 //! shorter than a chunk of zeros takes, and every chunk delays the next round. Under sustained
-//! load that warming buys nothing: on this VM's disk zeros written into new space cost what
-//! appends written there directly cost (bench journal, "Thirteenth and fourteenth sessions"), so
-//! either way each new byte is paid once at that price. What the warming then does is make the
-//! burst pay for the next segment while it is still filling a warm one (SYNC bench on a fresh
-//! store, alternated: 133-142k msg/s with it, 175-191k held back, and even with 64 MiB segments,
-//! where nearly every append goes into an unwarmed one; bench journal, "Sixteenth session"). So it holds
+//! load that warming buys nothing: zeros written into new space cost what appends written there
+//! directly cost, so either way each new byte is paid once at that price, and warming would
+//! only make the burst pay for the next segment while it still fills a warm one. So it holds
 //! back while the disk is saturated and catches up in the windows and idle time that follow.
 //!
 //! Shared by the group-commit thread (`sync_started`, `round_done`: the only writer of the
@@ -44,9 +41,7 @@ pub const WINDOW_CHUNK_MIN: usize = 64 << 10;
 /// The share of time spent in the rounds' fdatasyncs (millionths) from which the disk counts as
 /// saturated. A chunk of zeros into new space takes about as long as a round's sync over
 /// written blocks, and a chunk is a quarter more than the round: it fits in the gap after a
-/// round only while the syncs take less than 1 / 2.25 of the time. The SYNC bench with 64
-/// appends in flight spent 44-72 % of its time in fdatasync with this rule (so the warming held
-/// back), 66-68 % with the warming running (bench journal, "Sixteenth session").
+/// round only while the syncs take less than 1 / 2.25 of the time; 0.4 leaves a margin.
 pub const SATURATED_BUSY_PPM: u64 = 400_000;
 /// Weight of the newest round in the busy share (1 / this): a few dozen rounds, a few
 /// milliseconds under load, to follow a change.
