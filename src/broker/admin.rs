@@ -59,7 +59,7 @@ pub async fn create_topic(
         .mesh
         .call(0, move |s0| async move {
             let changed = {
-                let mut m = s0.meta().borrow_mut();
+                let mut m = s0.meta_mut();
                 let current = m.topics.get(&tc.topic_name).map(|t| &t.attributes);
                 let creating = current.is_none();
                 let empty = Default::default();
@@ -86,7 +86,7 @@ pub async fn all_topic_config(
     let bytes = shard
         .mesh
         .call(0, |s0| async move {
-            let m = s0.meta().borrow();
+            let m = s0.meta();
             body::to_json(&TopicConfigSerializeWrapper {
                 topic_config_table: m
                     .topics
@@ -112,7 +112,7 @@ pub async fn create_subscription_group(
         .mesh
         .call(0, move |s0| async move {
             let (bytes, path) = {
-                let mut m = s0.meta().borrow_mut();
+                let mut m = s0.meta_mut();
                 m.groups.insert(g.group_name.clone(), g);
                 crate::broker::metadata::bump(&mut m.groups_version);
                 (m.groups_file_bytes(), m.groups_path())
@@ -129,10 +129,7 @@ pub async fn all_subscription_groups(
 ) -> Result<RemotingCommand, BrokerError> {
     let bytes = shard
         .mesh
-        .call(
-            0,
-            |s0| async move { s0.meta().borrow().groups_file_bytes() },
-        )
+        .call(0, |s0| async move { s0.meta().groups_file_bytes() })
         .await?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(bytes))
 }

@@ -38,7 +38,7 @@ pub async fn consumer_connection_list(
     let found: Option<ConsumerConnection> = shard
         .mesh
         .call(0, move |s0| async move {
-            let m = s0.meta().borrow();
+            let m = s0.meta();
             let info = m.consumers.get(&group).filter(|i| !i.clients.is_empty())?;
             Some(ConsumerConnection {
                 connection_set: info.clients.values().map(connection).collect(),
@@ -70,7 +70,7 @@ pub async fn producer_connection_list(
     let set: Vec<Connection> = shard
         .mesh
         .call(0, move |s0| async move {
-            let m = s0.meta().borrow();
+            let m = s0.meta();
             m.producers
                 .get(&group)
                 .map(|p| p.values().map(connection).collect())

@@ -77,7 +77,7 @@ pub fn topic_stats_json(table: &[(MessageQueue, TopicOffset)]) -> Vec<u8> {
 }
 
 fn queue_nums(shard: &Shard, topic: &str) -> Option<(u32, u32)> {
-    let topics = shard.topics.borrow();
+    let topics = shard.topics();
     let cfg = topics.get(topic)?;
     let read = u32::try_from(cfg.read_queue_nums).unwrap_or(0);
     let write = u32::try_from(cfg.write_queue_nums).unwrap_or(0);
@@ -97,8 +97,7 @@ async fn topics_of_group(shard: &Rc<Shard>, group: &str) -> Result<BTreeSet<Stri
     for i in 0..shard.mesh.len() {
         let sfx = suffix.clone();
         let pick = move |s: &Shard| -> Vec<String> {
-            s.offsets
-                .borrow()
+            s.offsets()
                 .keys()
                 .filter_map(|k| k.strip_suffix(sfx.as_str()).map(str::to_owned))
                 .collect()
@@ -126,8 +125,7 @@ pub async fn consume_stats(
     };
     // As Java does: while the group is online, only the topics it subscribes to count.
     let subscribed: Option<BTreeSet<String>> = shard
-        .subs
-        .borrow()
+        .subscriptions()
         .get(&h.consumer_group)
         .filter(|s| !s.is_empty())
         .map(|s| s.keys().cloned().collect());

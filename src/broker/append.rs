@@ -131,7 +131,7 @@ pub async fn reappend_to_real_topic(
     strip: &[&str],
 ) -> Result<(), BrokerError> {
     let record = {
-        let mut reader = shard.reader.borrow_mut();
+        let mut reader = shard.reader();
         let bytes = reader.read(phy, size)?;
         let r = message::decode(bytes, true)
             .map_err(|e| BrokerError::System(format!("corrupt parked record at {phy}: {e}")))?;

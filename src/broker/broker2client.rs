@@ -50,7 +50,7 @@ async fn invoke_here(
     request: RemotingCommand,
     timeout: Duration,
 ) -> Result<RemotingCommand, InvokeError> {
-    let conn = shard.conns.borrow().get(&conn_id).cloned();
+    let conn = shard.conn(conn_id);
     let conn = conn.ok_or(InvokeError::NoConnection)?;
     conn.invoke(request, timeout).await
 }
@@ -59,7 +59,7 @@ async fn invoke_here(
 /// not reading loses it, with a debug line, as Java's `invokeOneway` failures are only logged.
 pub fn send_oneway(shard: &Shard, conn_id: u64, frame: Bytes) {
     let job = Box::new(move |s: &Rc<Shard>| {
-        let conn = s.conns.borrow().get(&conn_id).cloned();
+        let conn = s.conn(conn_id);
         let sent = conn
             .ok_or(InvokeError::NoConnection)
             .and_then(|c| c.send_oneway(frame));
@@ -85,7 +85,7 @@ pub async fn consumer_conn(
 ) -> Result<Option<u64>, BrokerError> {
     let (group, client_id) = (group.to_string(), client_id.to_string());
     let found = shard.mesh.call(0, move |s0| async move {
-        let m = s0.meta().borrow();
+        let m = s0.meta();
         m.consumers
             .get(&group)
             .and_then(|info| info.clients.get(&client_id))
@@ -99,7 +99,7 @@ pub async fn consumer_conn(
 pub async fn producer_conn(shard: &Rc<Shard>, client_id: &str) -> Result<Option<u64>, BrokerError> {
     let client_id = client_id.to_string();
     let found = shard.mesh.call(0, move |s0| async move {
-        let m = s0.meta().borrow();
+        let m = s0.meta();
         m.producers
             .values()
             .filter_map(|clients| clients.get(&client_id))

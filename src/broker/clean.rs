@@ -24,16 +24,16 @@ async fn run(s: Rc<Shard>) {
     let pause = Duration::from_millis(store.delete_consume_queue_files_interval_ms);
     // Recovery already trimmed every queue against the min at start-up (`store::open`).
     let mut trimmed_to = s.ctx.writer.min_phy_offset();
-    while !s.stopping.get() {
+    while !s.is_stopping() {
         runtime::sleep(interval).await;
         let min_phy = s.ctx.writer.min_phy_offset();
         if min_phy <= trimmed_to {
             continue;
         }
         trimmed_to = min_phy;
-        let keys: Vec<(String, u32)> = s.queues.borrow().keys().cloned().collect();
+        let keys: Vec<(String, u32)> = s.read_queues().keys().cloned().collect();
         for key in keys {
-            if s.stopping.get() {
+            if s.is_stopping() {
                 return;
             }
             if trim_queue(&s, &key, min_phy) > 0 && !pause.is_zero() {
@@ -46,7 +46,7 @@ async fn run(s: Rc<Shard>) {
 /// Trims one owned queue (it may have been removed since the keys were taken); returns the
 /// number of files deleted. A failure is logged and retried at the next move of the min.
 pub fn trim_queue(s: &Shard, key: &(String, u32), min_phy: u64) -> usize {
-    let mut queues = s.queues.borrow_mut();
+    let mut queues = s.queues_mut();
     let Some(q) = queues.get_mut(key) else {
         return 0;
     };

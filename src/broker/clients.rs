@@ -61,7 +61,7 @@ fn register_heartbeat(s0: &Rc<Shard>, hb: HeartbeatData, mut chan: ClientChannel
     let mut topics_changed = false;
     let mut subs_changed = false;
     {
-        let mut m = s0.meta().borrow_mut();
+        let mut m = s0.meta_mut();
         for p in &hb.producer_data_set {
             m.producers
                 .entry(p.group_name.clone())
@@ -119,24 +119,23 @@ fn register_heartbeat(s0: &Rc<Shard>, hb: HeartbeatData, mut chan: ClientChannel
 
 /// Shard 0: sends every shard the current subscription snapshot.
 pub fn publish_subscriptions(s0: &Rc<Shard>) {
-    let snap = Arc::new(s0.meta().borrow().subscription_snapshot());
+    let snap = Arc::new(s0.meta().subscription_snapshot());
     for i in 0..s0.mesh.len() {
         let snap = snap.clone();
         if i == s0.id {
-            *s0.subs.borrow_mut() = snap;
+            s0.set_subscriptions(snap);
             continue;
         }
-        let _ = s0.mesh.post(
-            i,
-            Box::new(move |s: &Rc<Shard>| *s.subs.borrow_mut() = snap),
-        );
+        let _ = s0
+            .mesh
+            .post(i, Box::new(move |s: &Rc<Shard>| s.set_subscriptions(snap)));
     }
 }
 
 /// Shard 0: tells every consumer of `group` to rebalance now (oneway request code 40).
 pub fn notify_consumer_ids_changed(s0: &Rc<Shard>, group: &str) {
     let targets: Vec<u64> = {
-        let m = s0.meta().borrow();
+        let m = s0.meta();
         match m.consumers.get(group) {
             Some(info) => info.clients.values().map(|c| c.conn_id).collect(),
             None => return,
@@ -158,7 +157,7 @@ pub fn notify_consumer_ids_changed(s0: &Rc<Shard>, group: &str) {
 
 /// Shard 0: a connection closed; drop its registrations and notify the groups it was in.
 pub fn connection_closed(s0: &Rc<Shard>, conn_id: u64) {
-    let changed = s0.meta().borrow_mut().remove_connection(conn_id);
+    let changed = s0.meta_mut().remove_connection(conn_id);
     if !changed.is_empty() {
         publish_subscriptions(s0);
     }
@@ -169,7 +168,7 @@ pub fn connection_closed(s0: &Rc<Shard>, conn_id: u64) {
 
 /// Shard 0: periodic scan for channels that stopped sending heartbeats.
 pub fn expire_channels(s0: &Rc<Shard>) {
-    let changed = s0.meta().borrow_mut().expire_channels(now_ms());
+    let changed = s0.meta_mut().expire_channels(now_ms());
     if !changed.is_empty() {
         publish_subscriptions(s0);
     }
@@ -189,7 +188,7 @@ pub async fn unregister_client(
         .call(0, move |s0| async move {
             let mut changed = Vec::new();
             {
-                let mut m = s0.meta().borrow_mut();
+                let mut m = s0.meta_mut();
                 if let Some(g) = &h.consumer_group {
                     if let Some(info) = m.consumers.get_mut(g) {
                         if info.clients.remove(&h.client_id).is_some() {
@@ -225,7 +224,7 @@ pub async fn consumer_list(
     let ids: Vec<String> = shard
         .mesh
         .call(0, move |s0| async move {
-            let m = s0.meta().borrow();
+            let m = s0.meta();
             m.consumers
                 .get(&group)
                 .map(|i| i.clients.keys().cloned().collect())
@@ -254,7 +253,7 @@ pub async fn lock_batch(
         .mesh
         .call(0, move |s0| async move {
             let now = now_ms();
-            let mut m = s0.meta().borrow_mut();
+            let mut m = s0.meta_mut();
             let table = m.locks.entry(req.consumer_group.clone()).or_default();
             let mut ok = Vec::new();
             for mq in req.mq_set {
@@ -286,7 +285,7 @@ pub async fn unlock_batch(
     shard
         .mesh
         .call(0, move |s0| async move {
-            let mut m = s0.meta().borrow_mut();
+            let mut m = s0.meta_mut();
             if let Some(table) = m.locks.get_mut(&req.consumer_group) {
                 for mq in req.mq_set {
                     let key = (mq.topic, mq.broker_name, mq.queue_id);

@@ -135,7 +135,7 @@ impl Handler for BrokerHandler {
     }
 
     fn closed(self: Rc<Self>, conn: &ConnInfo) {
-        self.shard.conns.borrow_mut().remove(&conn.id);
+        self.shard.remove_conn(conn.id);
         let conn_id = conn.id;
         let job = Box::new(move |s0: &Rc<Shard>| clients::connection_closed(s0, conn_id));
         let _ = self.shard.mesh.post(0, job);
@@ -145,8 +145,7 @@ impl Handler for BrokerHandler {
 
     fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<SegmentRange> {
         self.shard
-            .reader
-            .borrow_mut()
+            .reader()
             .locate(phy_offset, size)
             .map_err(|e| std::io::Error::other(e.to_string()))
     }

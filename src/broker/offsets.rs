@@ -71,16 +71,14 @@ pub fn file_bytes(tables: Vec<OffsetTable>) -> Vec<u8> {
 
 /// Stores an offset on the owner shard.
 pub fn commit_local(s: &Shard, topic: &str, group: &str, queue_id: u32, offset: i64) {
-    s.offsets
-        .borrow_mut()
+    s.offsets_mut()
         .entry(format!("{topic}@{group}"))
         .or_default()
         .insert(queue_id, offset);
 }
 
 pub fn query_local(s: &Shard, topic: &str, group: &str, queue_id: u32) -> Option<i64> {
-    s.offsets
-        .borrow()
+    s.offsets()
         .get(&format!("{topic}@{group}"))
         .and_then(|q| q.get(&queue_id).copied())
 }
@@ -223,7 +221,7 @@ pub async fn get_min_offset(
 
 /// Store timestamp of the record a unit points at.
 pub(crate) fn store_timestamp(s: &Shard, phy: u64, size: u32) -> Option<i64> {
-    let mut reader = s.reader.borrow_mut();
+    let mut reader = s.reader();
     let bytes = reader.read(phy, size).ok()?;
     message::decode(bytes, false)
         .ok()
@@ -276,12 +274,12 @@ pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
     let mut tables = Vec::new();
     for i in 0..s0.mesh.len() {
         if i == s0.id {
-            tables.push(s0.offsets.borrow().clone());
+            tables.push(s0.offsets().clone());
             continue;
         }
         match s0
             .mesh
-            .call(i, |s| async move { s.offsets.borrow().clone() })
+            .call(i, |s| async move { s.offsets().clone() })
             .await
         {
             Ok(t) => tables.push(t),

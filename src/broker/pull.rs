@@ -184,8 +184,7 @@ pub struct PullAnswer {
 pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, BrokerError> {
     let h = PullMessageRequestHeader::from_command(cmd)?;
     let tc = shard
-        .topics
-        .borrow()
+        .topics()
         .get(&h.topic)
         .cloned()
         .ok_or_else(|| BrokerError::TopicNotExist(h.topic.clone()))?;
@@ -268,8 +267,7 @@ async fn resolve_filter(
         );
     }
     let local = shard
-        .subs
-        .borrow()
+        .subscriptions()
         .get(&h.consumer_group)
         .and_then(|m| m.get(&h.topic).cloned());
     let sub = match local {
@@ -281,7 +279,6 @@ async fn resolve_filter(
                 .mesh
                 .call(0, move |s0| async move {
                     s0.meta()
-                        .borrow()
                         .consumers
                         .get(&g)
                         .and_then(|i| i.subscriptions.get(&t).cloned())
@@ -413,7 +410,7 @@ fn record_matches(
     filter: &MsgFilter,
     unit: crate::store::consume_queue::CqUnit,
 ) -> bool {
-    let mut reader = s.reader.borrow_mut();
+    let mut reader = s.reader();
     let Ok(bytes) = reader.read(unit.phy_offset, unit.size) else {
         return false;
     };

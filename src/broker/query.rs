@@ -29,7 +29,7 @@ const MAX_QUERY_NUM: usize = 32;
 
 /// Size of the record at `phy`, from its first field, after checking the whole record decodes.
 pub(crate) fn record_size(shard: &Shard, phy: u64) -> Result<u32, BrokerError> {
-    let mut reader = shard.reader.borrow_mut();
+    let mut reader = shard.reader();
     let head = reader.read(phy, 4)?;
     let size = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
     let max = shard.ctx.cfg.store.max_message_size as u32 + 64 * 1024;
@@ -122,7 +122,7 @@ pub async fn query_message(
             continue;
         };
         let matches = {
-            let mut reader = shard.reader.borrow_mut();
+            let mut reader = shard.reader();
             let rec = reader.read(phy, size)?;
             match message::decode(rec, false) {
                 Ok(r) if r.topic == h.topic => {

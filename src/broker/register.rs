@@ -36,7 +36,7 @@ fn broker_addr(s0: &Shard) -> String {
 
 fn register_command(s0: &Shard) -> RemotingCommand {
     let (table, version) = {
-        let m = s0.meta().borrow();
+        let m = s0.meta();
         (
             m.topics
                 .iter()
@@ -81,7 +81,7 @@ pub async fn run(s0: Rc<Shard>) {
     let period = Duration::from_millis(s0.ctx.cfg.register_name_server_period_ms);
     let mut clients: HashMap<SocketAddr, Client> = HashMap::new();
     loop {
-        if s0.stopping.get() {
+        if s0.is_stopping() {
             return;
         }
         register_all(&s0, &mut clients).await;

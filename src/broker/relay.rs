@@ -43,7 +43,7 @@ pub async fn consume_message_directly(
     let mut ext_fields = cmd.ext_fields.clone();
     ext_fields.insert("brokerName", &shard.ctx.cfg.broker_name);
     if let Some(topic) = h.topic.as_deref().filter(|t| !t.is_empty()) {
-        if let Some(tc) = shard.topics.borrow().get(topic) {
+        if let Some(tc) = shard.topics().get(topic) {
             ext_fields.insert("topicSysFlag", &tc.topic_sys_flag.to_string());
         }
     }
@@ -104,11 +104,7 @@ async fn call_consumer(
 async fn group_sys_flag(shard: &Rc<Shard>, group: &str) -> Result<Option<i32>, BrokerError> {
     let group = group.to_string();
     let flag = shard.mesh.call(0, move |s0| async move {
-        s0.meta()
-            .borrow()
-            .groups
-            .get(&group)
-            .map(|g| g.group_sys_flag)
+        s0.meta().groups.get(&group).map(|g| g.group_sys_flag)
     });
     Ok(flag.await?)
 }
@@ -126,7 +122,7 @@ fn stored_message(shard: &Shard, msg_id: &str) -> Result<Vec<u8>, BrokerError> {
     let phy = u64::try_from(offset)
         .map_err(|_| not_found(BrokerError::InvalidParameter("negative offset".into())))?;
     let size = query::record_size(shard, phy).map_err(not_found)?;
-    let mut reader = shard.reader.borrow_mut();
+    let mut reader = shard.reader();
     let bytes = reader.read(phy, size).map_err(|e| not_found(e.into()))?;
     Ok(bytes.to_vec())
 }

@@ -27,8 +27,7 @@ pub async fn group_retry_max(shard: &Rc<Shard>, group: &str) -> Result<i32, Brok
     let max = shard
         .mesh
         .call(0, move |s0| async move {
-            s0.meta()
-                .borrow_mut()
+            s0.meta_mut()
                 .group_or_create(&g, auto)
                 .map(|c| c.retry_max_times)
         })
@@ -50,7 +49,7 @@ pub async fn send_msg_back(
     let phy = h.offset as u64;
     // Read the original record (its size is its first field).
     let original = {
-        let mut reader = shard.reader.borrow_mut();
+        let mut reader = shard.reader();
         let head = reader.read(phy, 4)?;
         let size = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
         if size < MIN_RECORD || size as usize > shard.ctx.cfg.store.max_message_size + 64 * 1024 {

@@ -27,7 +27,7 @@ thread_local! {
 /// Shard 0: samples the counters and the store's disk usage (statvfs, on a helper thread)
 /// every second while the broker runs, so a request reads them without waiting.
 pub async fn run_sampler(s0: Rc<Shard>) {
-    while !s0.stopping.get() {
+    while !s0.is_stopping() {
         let s = s0.ctx.stats.sum(now_ms());
         SAMPLER.with(|x| x.borrow_mut().record(s));
         let root = s0.ctx.cfg.store.store_path_root_dir.clone();
@@ -94,7 +94,7 @@ fn earliest_message_time(s: &Shard) -> i64 {
     if min >= s.ctx.writer.max_phy_offset() {
         return -1;
     }
-    let mut reader = s.reader.borrow_mut();
+    let mut reader = s.reader();
     let size = match reader.read(min, 4) {
         Ok(h) => u32::from_be_bytes([h[0], h[1], h[2], h[3]]),
         Err(_) => return -1,

@@ -60,14 +60,14 @@ pub fn progress_file_bytes(table: BTreeMap<i32, i64>) -> Vec<u8> {
 
 /// Shard 0: every shard's level progress merged into the file bytes.
 pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
-    let mut all = s0.delay_progress.borrow().clone();
+    let mut all = s0.delay_progress().clone();
     for i in 0..s0.mesh.len() {
         if i == s0.id {
             continue;
         }
         match s0
             .mesh
-            .call(i, |s| async move { s.delay_progress.borrow().clone() })
+            .call(i, |s| async move { s.delay_progress().clone() })
             .await
         {
             Ok(t) => all.extend(t),
@@ -91,15 +91,10 @@ pub fn start(shard: &Rc<Shard>) {
 async fn run_level(shard: Rc<Shard>, level: i32) {
     let qid = (level - 1) as u32;
     runtime::sleep(Duration::from_secs(1)).await;
-    while !shard.stopping.get() {
+    while !shard.is_stopping() {
         let mut moved = 0;
-        while moved < MAX_MOVES_PER_TICK && !shard.paused.get() {
-            let next = shard
-                .delay_progress
-                .borrow()
-                .get(&level)
-                .copied()
-                .unwrap_or(0);
+        while moved < MAX_MOVES_PER_TICK && !shard.is_paused() {
+            let next = shard.delay_progress().get(&level).copied().unwrap_or(0);
             let (min, max) = shard.queue_bounds(SCHEDULE_TOPIC, qid);
             let next = next.max(min as i64);
             if next >= max as i64 {
@@ -107,7 +102,7 @@ async fn run_level(shard: Rc<Shard>, level: i32) {
             }
             let Some(unit) = shard.unit_at(SCHEDULE_TOPIC, qid, next as u64) else {
                 // A blank unit: skip it.
-                shard.delay_progress.borrow_mut().insert(level, next + 1);
+                shard.delay_progress_mut().insert(level, next + 1);
                 continue;
             };
             if unit.tags_code > now_ms() {
@@ -115,7 +110,7 @@ async fn run_level(shard: Rc<Shard>, level: i32) {
             }
             match deliver(&shard, unit.phy_offset, unit.size).await {
                 Ok(()) => {
-                    shard.delay_progress.borrow_mut().insert(level, next + 1);
+                    shard.delay_progress_mut().insert(level, next + 1);
                     moved += 1;
                 }
                 Err(e) => {

@@ -328,7 +328,7 @@ fn encode_plain(
                 (at, at + u.len())
             }
             None => push_pair(&mut props, start, keys::UNIQ_KEY, |b| {
-                shard.uniq.borrow_mut().push_next(b, now)
+                shard.push_next_uniq(b, now)
             }),
         };
         if !sc.cluster {
@@ -416,7 +416,7 @@ fn encode_rewritten(
         let uniq = match props.iter().find(|(k, _)| k == keys::UNIQ_KEY) {
             Some((_, v)) => v.clone(),
             None => {
-                let u = shard.uniq.borrow_mut().next(now);
+                let u = shard.next_uniq(now);
                 props.push((keys::UNIQ_KEY.into(), u.clone()));
                 u
             }

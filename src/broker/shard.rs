@@ -1,11 +1,13 @@
 //! One shard's broker state: the queues it owns (ConsumeQueue + long-poll waiters), their
-//! consumer offsets, its commit-log reader, its connections, and the read-only snapshots of
-//! shard 0's metadata. Only this shard's thread touches it (it is `!Send` by construction).
+//! consumer offsets, its commit-log reader, its connections, the read-only snapshots of shard
+//! 0's metadata, and the state of the services whose queues it owns (delay levels, timer,
+//! transactions). Only this shard's thread touches it (it is `!Send` by construction).
 //!
-//! RefCell borrows are never held across an `.await` (the lesson of Iggy's thread-per-core
-//! rewrite): every method here borrows, acts and returns.
+//! Every piece of mutable state is private; other modules reach it through the methods here,
+//! which borrow for one expression or block and never across an `.await` (clippy's
+//! `await_holding_refcell_ref` holds callers to that).
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, Ref, RefCell, RefMut};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -93,30 +95,30 @@ pub struct Shard {
     pub id: usize,
     pub mesh: Mesh<Shard>,
     pub ctx: Arc<BrokerContext>,
-    pub queues: RefCell<QueueMap>,
-    pub offsets: RefCell<OffsetTable>,
-    pub reader: RefCell<CommitLogReader>,
-    pub topics: RefCell<Arc<TopicSnapshot>>,
-    pub subs: RefCell<Arc<SubscriptionSnapshot>>,
+    queues: RefCell<QueueMap>,
+    offsets: RefCell<OffsetTable>,
+    reader: RefCell<CommitLogReader>,
+    topics: RefCell<Arc<TopicSnapshot>>,
+    subs: RefCell<Arc<SubscriptionSnapshot>>,
     /// This shard's connections by id: their outboxes and their requests awaiting answers.
-    pub conns: RefCell<HashMap<u64, ConnHandle>>,
+    conns: RefCell<HashMap<u64, ConnHandle>>,
     /// Units the writer published for this shard's queues, not yet applied. Apart from the
     /// mesh mailbox so any task here can apply them before it reads a queue (`queue_bounds`).
-    pub dispatched: MailboxReceiver<Vec<DispatchRun>>,
+    dispatched: MailboxReceiver<Vec<DispatchRun>>,
     /// Shard 0 only: the metadata owner.
-    pub meta: Option<RefCell<Metadata>>,
-    pub uniq: RefCell<UniqKeyGenerator>,
+    meta: Option<RefCell<Metadata>>,
+    uniq: RefCell<UniqKeyGenerator>,
     /// Delay level -> next schedule-queue offset to deliver (levels whose queue we own).
-    pub delay_progress: RefCell<BTreeMap<i32, i64>>,
+    delay_progress: RefCell<BTreeMap<i32, i64>>,
     /// The timer service's state, on the shard owning the timer queue only.
-    pub timer: RefCell<Option<TimerState>>,
+    timer: RefCell<Option<TimerState>>,
     /// The transaction service's state, on the shard owning the half queue only.
-    pub transaction: RefCell<Option<TransactionState>>,
+    transaction: RefCell<Option<TransactionState>>,
     next_conn: Cell<u64>,
     round_robin: Cell<u64>,
-    pub stopping: Cell<bool>,
+    stopping: Cell<bool>,
     /// Set at shutdown before progress is gathered: schedule and timer deliveries stop.
-    pub paused: Cell<bool>,
+    paused: Cell<bool>,
     /// Store timestamp of the newest unit dispatched here (0 = none yet).
     last_dispatch_ts: Cell<i64>,
     /// A task that wakes the writer is queued (`wake_writer_soon`).
@@ -366,11 +368,133 @@ impl Shard {
         ok.then_some(ts)
     }
 
-    /// Is this the metadata owner?
-    pub fn meta(&self) -> &RefCell<Metadata> {
+    /// Shard 0's metadata, for reading. Only shard 0 holds it: callers forward there first.
+    pub fn meta(&self) -> Ref<'_, Metadata> {
+        self.meta_cell().borrow()
+    }
+
+    /// Shard 0's metadata, for changing.
+    pub fn meta_mut(&self) -> RefMut<'_, Metadata> {
+        self.meta_cell().borrow_mut()
+    }
+
+    fn meta_cell(&self) -> &RefCell<Metadata> {
         self.meta
             .as_ref()
             .expect("metadata lives on shard 0; callers forward there first")
+    }
+
+    /// The topic configs as shard 0 last published them.
+    pub fn topics(&self) -> Ref<'_, TopicSnapshot> {
+        Ref::map(self.topics.borrow(), |t| &**t)
+    }
+
+    /// Replaces this shard's view of the topic configs (shard 0 publishes after a change).
+    pub fn set_topics(&self, topics: Arc<TopicSnapshot>) {
+        *self.topics.borrow_mut() = topics;
+    }
+
+    /// The consumer groups' subscriptions as shard 0 last published them.
+    pub fn subscriptions(&self) -> Ref<'_, SubscriptionSnapshot> {
+        Ref::map(self.subs.borrow(), |s| &**s)
+    }
+
+    /// Replaces this shard's view of the subscriptions.
+    pub fn set_subscriptions(&self, subs: Arc<SubscriptionSnapshot>) {
+        *self.subs.borrow_mut() = subs;
+    }
+
+    /// This shard's commit-log reader.
+    pub fn reader(&self) -> RefMut<'_, CommitLogReader> {
+        self.reader.borrow_mut()
+    }
+
+    /// Consumer offsets of the queues this shard owns.
+    pub fn offsets(&self) -> Ref<'_, OffsetTable> {
+        self.offsets.borrow()
+    }
+
+    pub fn offsets_mut(&self) -> RefMut<'_, OffsetTable> {
+        self.offsets.borrow_mut()
+    }
+
+    /// The owned queues, for changing (trimming, dropping); reads go through `read_queues`.
+    pub fn queues_mut(&self) -> RefMut<'_, QueueMap> {
+        self.queues.borrow_mut()
+    }
+
+    /// A connection accepted on this shard.
+    pub fn conn(&self, id: u64) -> Option<ConnHandle> {
+        self.conns.borrow().get(&id).cloned()
+    }
+
+    pub fn add_conn(&self, id: u64, conn: ConnHandle) {
+        self.conns.borrow_mut().insert(id, conn);
+    }
+
+    pub fn remove_conn(&self, id: u64) {
+        self.conns.borrow_mut().remove(&id);
+    }
+
+    /// A new UNIQ_KEY (message id as the client would make it).
+    pub fn next_uniq(&self, now_ms: i64) -> String {
+        self.uniq.borrow_mut().next(now_ms)
+    }
+
+    /// A new UNIQ_KEY written to the end of `buf`.
+    pub fn push_next_uniq(&self, buf: &mut String, now_ms: i64) {
+        self.uniq.borrow_mut().push_next(buf, now_ms)
+    }
+
+    /// Delay level -> next schedule-queue offset to deliver, for the levels this shard owns.
+    pub fn delay_progress(&self) -> Ref<'_, BTreeMap<i32, i64>> {
+        self.delay_progress.borrow()
+    }
+
+    pub fn delay_progress_mut(&self) -> RefMut<'_, BTreeMap<i32, i64>> {
+        self.delay_progress.borrow_mut()
+    }
+
+    /// The timer service's state: `Some` on the shard owning the timer queue once started.
+    pub fn timer(&self) -> Ref<'_, Option<TimerState>> {
+        self.timer.borrow()
+    }
+
+    pub fn timer_mut(&self) -> RefMut<'_, Option<TimerState>> {
+        self.timer.borrow_mut()
+    }
+
+    /// The transaction service's state: `Some` on the half queue's owner once started.
+    pub fn transaction(&self) -> Ref<'_, Option<TransactionState>> {
+        self.transaction.borrow()
+    }
+
+    pub fn transaction_mut(&self) -> RefMut<'_, Option<TransactionState>> {
+        self.transaction.borrow_mut()
+    }
+
+    /// The next batch of units the writer published for this shard (the applier task waits
+    /// here); `None` once the writer is gone.
+    pub async fn next_dispatched(&self) -> Option<Vec<DispatchRun>> {
+        self.dispatched.recv().await
+    }
+
+    /// The broker is shutting down: loops on this shard end.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.get()
+    }
+
+    pub fn stop(&self) {
+        self.stopping.set(true);
+    }
+
+    /// Schedule, timer and transaction-check deliveries are paused (shutdown gathers progress).
+    pub fn is_paused(&self) -> bool {
+        self.paused.get()
+    }
+
+    pub fn pause(&self) {
+        self.paused.set(true);
     }
 }
 

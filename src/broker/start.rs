@@ -278,7 +278,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     ));
     let applier = shard.clone();
     runtime::spawn(async move {
-        while let Some(runs) = applier.dispatched.recv().await {
+        while let Some(runs) = applier.next_dispatched().await {
             applier.on_dispatch(runs);
         }
     });
@@ -308,7 +308,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     }
     while let Some(job) = p.rx.recv().await {
         job(&shard);
-        if shard.stopping.get() {
+        if shard.is_stopping() {
             break;
         }
     }
@@ -342,7 +342,7 @@ async fn accept_loop(
                 continue;
             }
         };
-        if shard.stopping.get() {
+        if shard.is_stopping() {
             return;
         }
         let Ok(peer) = stream.peer_addr() else {
@@ -368,7 +368,7 @@ async fn accept_loop(
             outbox: tx,
             responses: responses.clone(),
         };
-        shard.conns.borrow_mut().insert(info.id, conn);
+        shard.add_conn(info.id, conn);
         let handler = handler.clone();
         runtime::spawn(async move {
             serve(stream, handler, info, rx, responses, limits).await;
@@ -417,7 +417,7 @@ async fn periodic_meta(s0: Rc<Shard>) {
     let mut last_delay: Vec<u8> = Vec::new();
     let mut last_timer: Vec<u8> = Vec::new();
     let mut tick = 0u64;
-    while !s0.stopping.get() {
+    while !s0.is_stopping() {
         runtime::sleep(Duration::from_secs(5)).await;
         tick += 1;
         let bytes = offsets::gather(&s0).await;
@@ -514,9 +514,7 @@ impl BrokerHandle {
                 // Stop delayed and timed deliveries everywhere, let one in flight finish, then
                 // record progress: nothing recorded as pending was already delivered.
                 for i in 0..s0.mesh.len() {
-                    let _ = s0
-                        .mesh
-                        .post(i, Box::new(|s: &Rc<Shard>| s.paused.set(true)));
+                    let _ = s0.mesh.post(i, Box::new(|s: &Rc<Shard>| s.pause()));
                 }
                 runtime::sleep(Duration::from_millis(300)).await;
                 let bytes = offsets::gather(&s0).await;
@@ -524,7 +522,7 @@ impl BrokerHandle {
                 let timer_bytes = gather_timer(&s0).await;
                 let root = s0.ctx.cfg.store.store_path_root_dir.clone();
                 let (topics, topics_path, groups, groups_path) = {
-                    let m = s0.meta().borrow();
+                    let m = s0.meta();
                     (
                         m.topics_file_bytes(),
                         m.topics_path(),
@@ -556,7 +554,7 @@ impl BrokerHandle {
             let _ = rx.recv_timeout(Duration::from_secs(10));
         }
         for s in &self.senders {
-            let _ = s.send_blocking(Box::new(|s: &Rc<Shard>| s.stopping.set(true)));
+            let _ = s.send_blocking(Box::new(|s: &Rc<Shard>| s.stop()));
         }
         for t in self.threads.drain(..) {
             let _ = t.join();

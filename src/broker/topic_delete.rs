@@ -56,8 +56,7 @@ async fn pop_retry_topics(shard: &Rc<Shard>, topic: &str) -> Result<Vec<String>,
         let found: Vec<String> = shard
             .mesh
             .call(i, move |s| async move {
-                s.offsets
-                    .borrow()
+                s.offsets()
                     .keys()
                     .filter_map(|k| k.strip_prefix(&prefix).map(str::to_string))
                     .collect()
@@ -69,7 +68,7 @@ async fn pop_retry_topics(shard: &Rc<Shard>, topic: &str) -> Result<Vec<String>,
     Ok(shard
         .mesh
         .call(0, move |s0| async move {
-            let m = s0.meta().borrow();
+            let m = s0.meta();
             groups
                 .iter()
                 .flat_map(|g| {
@@ -91,7 +90,7 @@ async fn delete_one(shard: &Rc<Shard>, topic: String) -> Result<(), BrokerError>
         .mesh
         .call(0, move |s0| async move {
             let removed = {
-                let mut m = s0.meta().borrow_mut();
+                let mut m = s0.meta_mut();
                 let removed = m.topics.remove(&t).is_some();
                 if removed {
                     crate::broker::metadata::bump(&mut m.topics_version);
@@ -149,8 +148,7 @@ async fn drop_owned(s: &Rc<Shard>, topic: &str) {
         .join("consumequeue")
         .join(topic);
     let dirs: Vec<PathBuf> = s
-        .queues
-        .borrow()
+        .read_queues()
         .keys()
         .filter(|k| k.0 == topic)
         .map(|k| root.join(k.1.to_string()))
@@ -175,14 +173,12 @@ async fn drop_owned(s: &Rc<Shard>, topic: &str) {
     })
     .await;
     let queues: Vec<_> = {
-        let mut map = s.queues.borrow_mut();
+        let mut map = s.queues_mut();
         let keys: Vec<(String, u32)> = map.keys().filter(|k| k.0 == topic).cloned().collect();
         keys.into_iter().filter_map(|k| map.remove(&k)).collect()
     };
     let prefix = format!("{topic}@");
-    s.offsets
-        .borrow_mut()
-        .retain(|k, _| !k.starts_with(&prefix));
+    s.offsets_mut().retain(|k, _| !k.starts_with(&prefix));
     let mut cqs = Vec::with_capacity(queues.len());
     for q in queues {
         for w in &q.waiters {

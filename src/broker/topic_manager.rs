@@ -17,7 +17,7 @@ use crate::runtime;
 /// Shard 0, after any topic change: publish to every shard, persist, re-register.
 pub fn topics_changed(s0: &Rc<Shard>) {
     let (snap, bytes, path) = {
-        let m = s0.meta().borrow();
+        let m = s0.meta();
         (
             Arc::new(m.topic_snapshot()),
             m.topics_file_bytes(),
@@ -27,12 +27,11 @@ pub fn topics_changed(s0: &Rc<Shard>) {
     for i in 0..s0.mesh.len() {
         let snap = snap.clone();
         if i == s0.id {
-            *s0.topics.borrow_mut() = snap;
+            s0.set_topics(snap);
         } else {
-            let _ = s0.mesh.post(
-                i,
-                Box::new(move |s: &Rc<Shard>| *s.topics.borrow_mut() = snap),
-            );
+            let _ = s0
+                .mesh
+                .post(i, Box::new(move |s: &Rc<Shard>| s.set_topics(snap)));
         }
     }
     persist_in_background(path, bytes);
@@ -56,7 +55,7 @@ pub async fn ensure_topic(
     default_topic: &str,
     default_queue_nums: i32,
 ) -> Result<TopicConfig, BrokerError> {
-    if let Some(tc) = shard.topics.borrow().get(topic) {
+    if let Some(tc) = shard.topics().get(topic) {
         return Ok(tc.clone());
     }
     let wanted = topic.to_string();
@@ -66,7 +65,7 @@ pub async fn ensure_topic(
         .mesh
         .call(0, move |s0| async move {
             let (tc, changed) = {
-                let mut m = s0.meta().borrow_mut();
+                let mut m = s0.meta_mut();
                 if let Some(tc) = m.topics.get(&topic) {
                     return Some(tc.clone());
                 }
@@ -99,15 +98,14 @@ pub async fn ensure_system_topic(
     shard: &Rc<Shard>,
     topic: &'static str,
 ) -> Result<(), BrokerError> {
-    if shard.topics.borrow().get(topic).is_some() {
+    if shard.topics().get(topic).is_some() {
         return Ok(());
     }
     shard
         .mesh
         .call(0, move |s0| async move {
             let changed =
-                s0.meta()
-                    .borrow_mut()
+                s0.meta_mut()
                     .upsert_topic(topic_config(topic, 1, PERM_READ | PERM_WRITE));
             if changed {
                 topics_changed(&s0);

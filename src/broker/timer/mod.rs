@@ -43,7 +43,7 @@ pub fn start(shard: &Rc<Shard>, progress: TimerProgress) {
         return;
     }
     let loaded_to = progress.low_watermark;
-    *shard.timer.borrow_mut() = Some(TimerState {
+    *shard.timer_mut() = Some(TimerState {
         progress,
         loaded_to,
         pending: BTreeMap::new(),
@@ -53,20 +53,16 @@ pub fn start(shard: &Rc<Shard>, progress: TimerProgress) {
 
 /// The owner's progress as file bytes (None on other shards).
 pub fn progress_bytes(shard: &Shard) -> Option<Vec<u8>> {
-    shard
-        .timer
-        .borrow()
-        .as_ref()
-        .map(|t| body::to_json(&t.progress))
+    shard.timer().as_ref().map(|t| body::to_json(&t.progress))
 }
 
 async fn run(shard: Rc<Shard>) {
-    while !shard.stopping.get() {
+    while !shard.is_stopping() {
         load_new_units(&shard);
         let mut delivered = 0;
-        while delivered < MAX_WORK_PER_TICK && !shard.paused.get() {
+        while delivered < MAX_WORK_PER_TICK && !shard.is_paused() {
             let due = {
-                let t = shard.timer.borrow();
+                let t = shard.timer();
                 let Some(t) = t.as_ref() else { return };
                 match t.pending.first_key_value() {
                     Some((&(at, off), &(phy, size))) if at <= now_ms() => {
@@ -80,7 +76,7 @@ async fn run(shard: Rc<Shard>) {
             };
             match deliver(&shard, phy, size).await {
                 Ok(()) => {
-                    if let Some(t) = shard.timer.borrow_mut().as_mut() {
+                    if let Some(t) = shard.timer_mut().as_mut() {
                         t.pending.remove(&(at, off));
                         t.progress.mark_delivered(off);
                     }
@@ -99,7 +95,7 @@ async fn run(shard: Rc<Shard>) {
 /// Moves newly dispatched timer units into the pending index.
 fn load_new_units(shard: &Shard) {
     let (min, max) = shard.queue_bounds(TIMER_TOPIC, TIMER_QUEUE);
-    let mut guard = shard.timer.borrow_mut();
+    let mut guard = shard.timer_mut();
     let Some(t) = guard.as_mut() else { return };
     t.loaded_to = t.loaded_to.max(min);
     let mut n = 0;

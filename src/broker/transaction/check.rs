@@ -43,10 +43,10 @@ pub async fn run(shard: Rc<Shard>) {
     let interval = shard.ctx.cfg.transaction.check_interval();
     loop {
         runtime::sleep(interval).await;
-        if shard.stopping.get() {
+        if shard.is_stopping() {
             break;
         }
-        if shard.paused.get() {
+        if shard.is_paused() {
             continue;
         }
         check_once(&shard).await;
@@ -85,14 +85,14 @@ pub async fn check_once(shard: &Rc<Shard>) {
     let mut producers = ProducerPicker::default();
     let (mut checked, mut discarded) = (0usize, 0usize);
     let mut last = false;
-    while !last && !shard.stopping.get() && !shard.paused.get() && Instant::now() < deadline {
+    while !last && !shard.is_stopping() && !shard.is_paused() && Instant::now() < deadline {
         let (offs, steps, end) = walk_batch(shard, started_ms);
         last = end;
         if offs.is_empty() {
             break;
         }
         {
-            let mut st = shard.transaction.borrow_mut();
+            let mut st = shard.transaction_mut();
             let Some(st) = st.as_mut() else { return };
             if !st.begin_checks(&offs) {
                 break;
@@ -155,7 +155,7 @@ pub async fn check_once(shard: &Rc<Shard>) {
             }
         }
         {
-            let mut st = shard.transaction.borrow_mut();
+            let mut st = shard.transaction_mut();
             let Some(st) = st.as_mut() else { return };
             st.end_checks(&entries, ok);
             persist(shard, st);
@@ -182,7 +182,7 @@ pub async fn check_once(shard: &Rc<Shard>) {
 fn walk_batch(shard: &Shard, started_ms: i64) -> (Vec<u64>, Vec<Step>, bool) {
     let (min, max) = shard.queue_bounds(TRANS_HALF_TOPIC, HALF_QUEUE_ID);
     let mut next = {
-        let mut st = shard.transaction.borrow_mut();
+        let mut st = shard.transaction_mut();
         let Some(st) = st.as_mut() else {
             return (Vec::new(), Vec::new(), true);
         };
@@ -196,7 +196,7 @@ fn walk_batch(shard: &Shard, started_ms: i64) -> (Vec<u64>, Vec<Step>, bool) {
             return (offs, steps, true);
         }
         let (resolved, deciding) = {
-            let st = shard.transaction.borrow();
+            let st = shard.transaction();
             let Some(st) = st.as_ref() else {
                 return (offs, steps, true);
             };
@@ -232,7 +232,7 @@ fn examine(shard: &Shard, off: u64, started_ms: i64) -> Step {
     let Some(unit) = shard.unit_at(TRANS_HALF_TOPIC, HALF_QUEUE_ID, off) else {
         return Step::Skip;
     };
-    let mut reader = shard.reader.borrow_mut();
+    let mut reader = shard.reader();
     let half = match reader
         .read(unit.phy_offset, unit.size)
         .map_err(|e| e.to_string())
@@ -344,7 +344,6 @@ impl ProducerPicker {
                 .mesh
                 .call(0, move |s0| async move {
                     s0.meta()
-                        .borrow()
                         .producers
                         .get(&g)
                         .map(|m| m.values().map(|c| c.conn_id).collect())

@@ -101,7 +101,7 @@ pub async fn decide(shard: &Rc<Shard>, d: Decision) -> Result<(), BrokerError> {
                 d.half_offset, d.half_phy, unit.phy_offset
             )));
         }
-        let mut reader = shard.reader.borrow_mut();
+        let mut reader = shard.reader();
         let bytes = reader.read(unit.phy_offset, unit.size)?;
         let half = message::decode(bytes, false).map_err(|e| {
             BrokerError::System(format!("corrupt half message at {}: {e}", d.half_phy))
@@ -130,7 +130,7 @@ pub async fn decide(shard: &Rc<Shard>, d: Decision) -> Result<(), BrokerError> {
         (committed, uniq)
     };
     let targets = {
-        let mut st = shard.transaction.borrow_mut();
+        let mut st = shard.transaction_mut();
         let st = st.as_mut().ok_or_else(|| {
             BrokerError::ServiceNotAvailable(
                 "the transaction service is not running on this shard".into(),
@@ -159,7 +159,7 @@ pub async fn decide(shard: &Rc<Shard>, d: Decision) -> Result<(), BrokerError> {
         }
         Err(e) => Err(e),
     };
-    let mut st = shard.transaction.borrow_mut();
+    let mut st = shard.transaction_mut();
     let Some(st) = st.as_mut() else {
         return Err(BrokerError::ServiceNotAvailable(
             "the transaction service stopped".into(),

@@ -58,7 +58,7 @@ pub fn start(shard: &Rc<Shard>) {
         op_progress = state.op_progress(),
         "transaction service started"
     );
-    *shard.transaction.borrow_mut() = Some(state);
+    *shard.transaction_mut() = Some(state);
     crate::runtime::spawn(check::run(shard.clone()));
 }
 
@@ -122,7 +122,7 @@ pub fn read_record<R>(
     let Some(unit) = shard.unit_at(topic, HALF_QUEUE_ID, offset) else {
         return Ok(None);
     };
-    let mut reader = shard.reader.borrow_mut();
+    let mut reader = shard.reader();
     let bytes = reader.read(unit.phy_offset, unit.size)?;
     let r = message::decode(bytes, false).map_err(|e| {
         BrokerError::System(format!(

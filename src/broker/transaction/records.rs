@@ -51,7 +51,7 @@ pub fn half_record(shard: &Shard, m: Prepared<'_>) -> Result<(AppendRecord, Stri
     let uniq = match properties::get(m.properties, keys::UNIQ_KEY) {
         Some(u) => u.to_owned(),
         None => {
-            let u = shard.uniq.borrow_mut().next(crate::common::now_ms());
+            let u = shard.next_uniq(crate::common::now_ms());
             properties::append(&mut props, keys::UNIQ_KEY, &u);
             u
         }
@@ -203,7 +203,7 @@ pub fn op_record(shard: &Shard, halves: &[u64]) -> Result<AppendRecord, BrokerEr
     let props = vec![
         (keys::TAGS.to_owned(), REMOVE_TAG.to_owned()),
         (keys::WAIT.to_owned(), "false".to_owned()),
-        (keys::UNIQ_KEY.to_owned(), shard.uniq.borrow_mut().next(now)),
+        (keys::UNIQ_KEY.to_owned(), shard.next_uniq(now)),
     ];
     let fields = Fields {
         topic: TRANS_OP_HALF_TOPIC,
