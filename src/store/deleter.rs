@@ -29,13 +29,11 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendErro
 use crate::store::index_file::IndexFile;
 use crate::store::mapped_file::{sync_dir, MappedFile};
 use crate::store::recycle::RecyclePool;
-use crate::store::retention::RETENTION_MAX_DELETES_PER_CHECK;
 use crate::store::StoreError;
 
 /// Files queued for unlinking at most. One full retention pass fits, so the queue only cuts a
 /// pass short when the previous pass has not been drained yet.
 pub const DELETER_QUEUE_CAPACITY: usize = 16;
-const _: () = assert!(DELETER_QUEUE_CAPACITY >= RETENTION_MAX_DELETES_PER_CHECK);
 
 /// A file no longer part of the store, still mapped and on disk.
 pub enum DetachedFile {

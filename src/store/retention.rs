@@ -31,12 +31,14 @@ use std::time::{Duration, SystemTime};
 use crate::constants::{DISK_HARD_LIMIT_EXTRA_PCT, DISK_HARD_LIMIT_MAX_PCT};
 use crate::store::commit_log::CommitLog;
 use crate::store::config::StoreConfig;
-use crate::store::deleter::{DetachedFile, FileDeleter};
+use crate::store::deleter::{DetachedFile, FileDeleter, DELETER_QUEUE_CAPACITY};
 pub use crate::store::fault::DiskUsage;
 use crate::store::{IndexService, StoreError};
 
 /// Segments deleted per check at most, so one check never stalls the writer for long.
 pub const RETENTION_MAX_DELETES_PER_CHECK: usize = 10;
+// One full pass fits in the deleter's queue.
+const _: () = assert!(DELETER_QUEUE_CAPACITY >= RETENTION_MAX_DELETES_PER_CHECK);
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct RetentionOutcome {
