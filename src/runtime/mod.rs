@@ -147,7 +147,9 @@ pub struct ShardPlacement {
 }
 
 /// Starts one executor thread per placement; `body(i)` builds the future the shard runs until
-/// it returns. Returns the join handles.
+/// it returns. Returns the join handles once every executor is up, or the first executor's
+/// failure to start (a locked-memory limit too low for its io_uring rings, a core that does not
+/// exist): a broker with a missing shard must not look healthy.
 pub fn start_shards<B, Fut>(
     placements: Vec<ShardPlacement>,
     body: B,
@@ -157,6 +159,7 @@ where
     Fut: Future<Output = ()> + 'static,
 {
     let mut handles = Vec::new();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
     for (i, p) in placements.into_iter().enumerate() {
         let placement = match p.core {
             Some(c) => Placement::Fixed(c),
@@ -164,6 +167,7 @@ where
         };
         let body = body.clone();
         let name = p.name.clone();
+        let ready = ready_tx.clone();
         let handle = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
@@ -172,11 +176,33 @@ where
                     .spin_before_park(Duration::from_micros(0))
                     .make();
                 match ex {
-                    Ok(ex) => ex.run(body(i)),
-                    Err(e) => tracing::error!(shard = i, error = %e, "cannot start executor"),
+                    Ok(ex) => {
+                        // The receiver waits for every shard before it returns.
+                        let _ = ready.send(Ok(()));
+                        ex.run(body(i))
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(format!("{name}: {e}")));
+                    }
                 }
             })?;
         handles.push(handle);
+    }
+    drop(ready_tx);
+    for _ in 0..handles.len() {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let hint = if e.contains("MemLock") {
+                    " (io_uring needs locked memory: raise RLIMIT_MEMLOCK, e.g. `ulimit -l 8192` \
+                     or LimitMEMLOCK= in a systemd unit)"
+                } else {
+                    ""
+                };
+                return Err(io::Error::other(format!("cannot start executor {e}{hint}")));
+            }
+            Err(_) => return Err(io::Error::other("an executor thread ended before starting")),
+        }
     }
     Ok(handles)
 }
