@@ -21,6 +21,7 @@ mod core;
 mod flusher;
 mod group_commit;
 mod index_checkpoint;
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
 pub use group_commit::GroupCommitStats;
