@@ -490,3 +490,9 @@ fn replicate(e: &StoreError) -> StoreError {
 mod tests;
 #[cfg(test)]
 mod tests_drop_topic;
+#[cfg(test)]
+mod tests_faults;
+#[cfg(test)]
+mod tests_retention;
+#[cfg(test)]
+mod tests_sync_flush;
