@@ -8,7 +8,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use cheetah_string::CheetahString;
 use common::*;
@@ -16,13 +16,6 @@ use rocketmq_client_rust::{ConsumerAdmin, DefaultMQAdminExt, DefaultMQProducer, 
 use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::message_single::Message;
 use rocketmq_model::result::SendResult;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
 
 fn bodies(msgs: &[MessageExt]) -> BTreeSet<String> {
     msgs.iter()

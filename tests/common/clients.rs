@@ -8,10 +8,11 @@ use cheetah_string::CheetahString;
 use rocketmq_client_rust::{
     ClientConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
     ConsumeOrderlyStatus, DefaultLitePullConsumer, DefaultMQAdminExt, DefaultMQProducer,
-    DefaultMQPushConsumer, MQPushConsumer,
+    DefaultMQPushConsumer, MQPushConsumer, SendResult,
 };
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::message_ext::MessageExt;
+use rocketmq_model::common::message::message_queue::MessageQueue;
 use rocketmq_model::common::message::message_single::Message;
 use rocketmq_model::common::message::MessageTrait;
 use tokio::sync::mpsc;
@@ -95,6 +96,43 @@ pub async fn wait_route(producer: &mut DefaultMQProducer, topic: &str) -> usize 
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The producer's publishable queues of `topic`, fetched within 10 s.
+pub async fn publish_queues(producer: &mut DefaultMQProducer, topic: &str) -> Vec<MessageQueue> {
+    within(
+        10,
+        "fetch queues",
+        producer.fetch_publish_message_queues(topic),
+    )
+    .await
+    .expect("fetch queues")
+}
+
+/// The queue numbered `id` among `queues`; panics if there is none.
+pub fn queue_by_id(queues: &[MessageQueue], id: i32) -> MessageQueue {
+    queues
+        .iter()
+        .find(|q| q.queue_id() == id)
+        .unwrap_or_else(|| panic!("queue {id}"))
+        .clone()
+}
+
+/// Sends `msg` to `mq` (5 s send timeout, 15 s in all), panicking with `what` if it fails.
+pub async fn send_to_queue(
+    producer: &DefaultMQProducer,
+    msg: Message,
+    mq: &MessageQueue,
+    what: &str,
+) -> SendResult {
+    within(
+        15,
+        what,
+        producer.send_to_queue_with_timeout(msg, mq.clone(), 5_000),
+    )
+    .await
+    .expect(what)
+    .expect("no SendResult")
 }
 
 /// What a listener saw of one delivered message (owned, so it can cross the channel).
@@ -254,6 +292,21 @@ pub async fn shutdown_push(mut consumer: DefaultMQPushConsumer) {
 
 pub async fn shutdown_producer(mut producer: DefaultMQProducer) {
     let _ = tokio::time::timeout(Duration::from_secs(10), producer.shutdown()).await;
+}
+
+/// Waits (up to 20 s) until the consumer behind `inbox` delivered the warm-up message, i.e. it
+/// has rebalanced and pulls.
+pub async fn wait_warmup(inbox: &mut Inbox) {
+    within(20, "warm-up delivery", async {
+        loop {
+            match inbox.recv().await {
+                Some(r) if r.is_warmup() => break,
+                Some(_) => {}
+                None => panic!("listener channel closed"),
+            }
+        }
+    })
+    .await;
 }
 
 /// Receives (skipping warm-up messages) until `done(&received)` holds or `timeout` passes.

@@ -49,6 +49,14 @@ fn nanos() -> u128 {
         .unwrap_or_default()
 }
 
+/// Wall-clock milliseconds since the Unix epoch (the unit of RocketMQ timestamps).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
 /// A RocketMQ-legal name (letters, digits, '_' and '-') unique across tests and processes.
 pub fn unique_name(prefix: &str) -> String {
     format!(
