@@ -4,7 +4,7 @@
 //! DefaultMQPushConsumer), so the figures include the client library's own cost and behaviour.
 //!
 //! Run against a running broker + name server (scripts/bench-peer.sh starts ringmq or the peer):
-//!     cargo bench --bench client_workloads -- c1 --namesrv 127.0.0.1:9876 --duration 10 --json
+//!     cargo bench -p ringmq-bench --bench client_workloads -- c1 --namesrv 127.0.0.1:9876 --duration 10 --json
 //! Output: the text summary on stderr and, with --json, one line on stdout in ringmq-bench's
 //! summary shape (bench/loadgen/stats.rs, shared source) plus `client` and, for C4,
 //! `first_message_s`; latency percentiles come from hdrhistogram in µs.

@@ -5,8 +5,8 @@
 //! W2 and W3 pay on a shard before the writer sees anything, and it is steady enough to
 //! compare two builds on a noisy host where the end-to-end rates swing by a third.
 //!
-//! Run: `cargo bench --bench remoting_codec` (env RINGMQ_BENCH_ITERS, default 300000; the
-//! best of 5 rounds is printed, since noise only ever adds time).
+//! Run: `cargo bench -p ringmq-bench --bench remoting_codec` (env RINGMQ_BENCH_ITERS, default
+//! 300000; the best of 5 rounds is printed, since noise only ever adds time).
 
 use std::hint::black_box;
 use std::time::Instant;

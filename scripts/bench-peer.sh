@@ -20,7 +20,8 @@
 #   PEER_BUILD_WAIT [3600] seconds  BENCH, RINGMQ: binaries (default: $CARGO_TARGET_DIR/release/)
 #   CARGO_TARGET_DIR [./target]  where ringmq and ringmq-bench are built
 #   RUN_TIMEOUT [1200] seconds one ringmq-bench run may take before it is killed
-#   CLIENT_BENCH: the client_workloads binary (default: built by `cargo bench --no-run`, or with
+#   CLIENT_BENCH: the client_workloads binary (default: built by
+#     `cargo bench -p ringmq-bench --bench client_workloads --no-run`, or with
 #     SKIP_BUILD=1 the newest $CARGO_TARGET_DIR/release/deps/client_workloads-*)
 #   PLOT_FONT [/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf] (Debian: fonts-dejavu-core)
 #   MAX_STEAL [unset = off] a pair in which either run saw more host CPU steal than this many
@@ -57,11 +58,13 @@ log() { echo "[bench-peer $(date +%H:%M:%S)] $*" >&2; }
 build_ringmq() {
   if [[ ${SKIP_BUILD:-0} == 1 ]]; then return; fi
   log "building ringmq and ringmq-bench (release)"
-  (cd "$REPO" && cargo build --release --bins)
+  (cd "$REPO" &&
+    cargo build --locked --release -p ringmq --bin ringmq -p ringmq-bench --bin ringmq-bench)
 }
 
-# The C workloads' binary is a `[[bench]]` target (it needs the client, a dev-dependency); its
-# file name carries a hash, so ask cargo for it, or take the newest one with SKIP_BUILD=1.
+# The C workloads' binary is a `[[bench]]` target of the ringmq-bench package (it needs the
+# client, a dev-dependency); its file name carries a hash, so ask cargo for it, or take the
+# newest one with SKIP_BUILD=1.
 build_client() {
   [[ -n $CLIENT_BENCH ]] && return
   if [[ ${SKIP_BUILD:-0} == 1 ]]; then
@@ -69,11 +72,11 @@ build_client() {
       -name 'client_workloads-*' -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -n1 | cut -d' ' -f2-)
   else
     log "building the client workloads (cargo bench --no-run, release)"
-    CLIENT_BENCH=$(cd "$REPO" && cargo bench --locked --bench client_workloads --no-run \
+    CLIENT_BENCH=$(cd "$REPO" && cargo bench --locked -p ringmq-bench --bench client_workloads --no-run \
       --message-format=json | jq -r 'select(.executable != null) | .executable' | tail -n1)
   fi
   [[ -n $CLIENT_BENCH && -x $CLIENT_BENCH ]] || {
-    log "no client_workloads binary; build it with cargo bench --bench client_workloads --no-run"
+    log "no client_workloads binary; build it with cargo bench -p ringmq-bench --bench client_workloads --no-run"
     exit 1
   }
 }

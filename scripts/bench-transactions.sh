@@ -41,9 +41,9 @@ log() { echo "[bench-tx $(date +%H:%M:%S)] $*" >&2; }
 
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
   log "building ringmq and the client workloads (release)"
-  (cd "$REPO" && cargo build --locked --release --bins)
+  (cd "$REPO" && cargo build --locked --release -p ringmq --bin ringmq)
 fi
-CLIENT_BENCH=$(cd "$REPO" && cargo bench --locked --bench client_workloads --no-run \
+CLIENT_BENCH=$(cd "$REPO" && cargo bench --locked -p ringmq-bench --bench client_workloads --no-run \
   --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*client_workloads[^"]*"' |
   tail -n1 | cut -d'"' -f4)
 [[ -x $CLIENT_BENCH ]] || { log "no client_workloads binary"; exit 1; }

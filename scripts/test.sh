@@ -12,17 +12,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ringmq/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
-cargo fmt --check
-cargo clippy --all-targets --locked -- -D warnings
+cargo fmt --all --check
+# The whole workspace, so the bench package (load generator, benches) is compiled and linted too.
+cargo clippy --workspace --all-targets --locked -- -D warnings
 # The integration tests spawn the broker binary; build it once before they run in parallel.
-cargo build --locked --bins
+cargo build --locked -p ringmq --bins
 # tests/cpp_client.rs runs the C++ client through Python: make (or reuse) its venv outside the
 # clone and hand its interpreter to the tests.
 RINGMQ_PYTHON="$(scripts/python-env.sh)"
 export RINGMQ_PYTHON
 # Benchmarks are not tests: they run with `cargo bench` (see bench/RESULTS.md).
-cargo test --locked --lib --bins --tests -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
+cargo test --locked -p ringmq --lib --bins --tests -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
+# The bench package's own unit tests (the load generator's; its benches are not run here).
+cargo test --locked -p ringmq-bench --bins
 raw_tests=()
 for f in tests/raw_*.rs; do raw_tests+=(--test "$(basename "$f" .rs)"); done
 RINGMQ_TEST_FLUSH_DISK_TYPE=SYNC_FLUSH \
-  cargo test --locked "${raw_tests[@]}" -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
+  cargo test --locked -p ringmq "${raw_tests[@]}" -- --test-threads="${RINGMQ_TEST_THREADS:-4}"

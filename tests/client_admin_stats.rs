@@ -29,25 +29,13 @@ fn topic_and_consume_stats_match_sends_and_consumption() {
         create_topic(&admin, &broker_addr, &topic, QUEUES as u32).await;
         let mut producer = producer(&ns).await;
         wait_route(&mut producer, &topic).await;
-        let queues = within(10, "queues", producer.fetch_publish_message_queues(&topic))
-            .await
-            .expect("fetch queues");
+        let queues = publish_queues(&mut producer, &topic).await;
         assert_eq!(queues.len(), QUEUES as usize);
         for q in &queues {
             for i in 0..PER_QUEUE {
                 let body = format!("q{}-{i}", q.queue_id());
-                let r = within(
-                    15,
-                    "send to queue",
-                    producer.send_to_queue_with_timeout(
-                        message(&topic, "S", "", body.as_bytes()),
-                        q.clone(),
-                        5_000,
-                    ),
-                )
-                .await
-                .expect("send failed")
-                .expect("no SendResult");
+                let msg = message(&topic, "S", "", body.as_bytes());
+                let r = send_to_queue(&producer, msg, q, "send to queue").await;
                 assert_eq!(r.send_status, SendStatus::SendOk);
             }
         }

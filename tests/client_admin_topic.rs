@@ -63,13 +63,7 @@ fn admin_created_topic_has_three_queues() {
         );
 
         let mut producer = producer(&ns).await;
-        let queues = within(
-            10,
-            "fetch queues",
-            producer.fetch_publish_message_queues(&topic),
-        )
-        .await
-        .expect("fetch queues");
+        let queues = publish_queues(&mut producer, &topic).await;
         let mut ids: Vec<i32> = queues.iter().map(|q| q.queue_id()).collect();
         ids.sort();
         assert_eq!(
@@ -77,23 +71,9 @@ fn admin_created_topic_has_three_queues() {
             vec![0, 1, 2],
             "publish queues of the admin-created topic"
         );
-        let q2 = queues
-            .iter()
-            .find(|q| q.queue_id() == 2)
-            .expect("queue 2")
-            .clone();
-        let result = within(
-            15,
-            "send to queue 2",
-            producer.send_to_queue_with_timeout(
-                message(&topic, "Adm", "", b"to-queue-2"),
-                q2,
-                5_000,
-            ),
-        )
-        .await
-        .expect("send to queue 2 failed")
-        .expect("no SendResult");
+        let q2 = queue_by_id(&queues, 2);
+        let msg = message(&topic, "Adm", "", b"to-queue-2");
+        let result = send_to_queue(&producer, msg, &q2, "send to queue 2").await;
         assert_eq!(result.send_status, SendStatus::SendOk);
         assert_eq!(result.message_queue.as_ref().map(|q| q.queue_id()), Some(2));
         assert_eq!(

@@ -7,17 +7,10 @@
 mod common;
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::*;
 use rocketmq_model::common::message::message_single::Message;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
 
 /// Store timestamps are whole milliseconds, so a due time computed from one can sit up to 1 ms
 /// before the exact instant; a few ms more cover `Instant` vs wall-clock rounding.
@@ -52,20 +45,6 @@ async fn send(producer: &rocketmq_client_rust::DefaultMQProducer, msg: Message) 
         .expect("no SendResult");
 }
 
-/// Waits until the consumer delivered the warm-up message, i.e. it has rebalanced and pulls.
-async fn warm_up(inbox: &mut Inbox) {
-    within(20, "warm-up delivery", async {
-        loop {
-            match inbox.recv().await {
-                Some(r) if r.is_warmup() => break,
-                Some(_) => {}
-                None => panic!("listener channel closed"),
-            }
-        }
-    })
-    .await;
-}
-
 #[test]
 fn delay_level_and_timer_arrive_on_time() {
     let broker = Broker::start();
@@ -75,7 +54,7 @@ fn delay_level_and_timer_arrive_on_time() {
         let mut producer = producer(&ns).await;
         create_topic_by_send(&mut producer, &topic).await;
         let (consumer, mut inbox) = push_consumer(&ns, &unique_group("delay"), &topic).await;
-        warm_up(&mut inbox).await;
+        wait_warmup(&mut inbox).await;
 
         // Delay level 2 = 5 s with the default messageDelayLevel.
         let t_delay = Instant::now();

@@ -73,13 +73,7 @@ fn lite_pull_subscribe_and_assign() {
         );
 
         // Assign mode: one queue, seek to 0, read it all again.
-        let queues = within(
-            10,
-            "fetch queues",
-            producer.fetch_publish_message_queues(&topic),
-        )
-        .await
-        .expect("fetch queues");
+        let queues = publish_queues(&mut producer, &topic).await;
         let mq = queues
             .iter()
             .find(|q| sent_queue.values().any(|&id| id == q.queue_id()))

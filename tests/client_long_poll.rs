@@ -190,30 +190,10 @@ fn broker_holds_a_pull_until_a_message_arrives() {
         let group = unique_group("lpraw");
         let mut producer = producer(&ns).await;
         create_topic_by_send(&mut producer, &topic).await;
-        let queues = within(
-            10,
-            "fetch queues",
-            producer.fetch_publish_message_queues(&topic),
-        )
-        .await
-        .expect("fetch queues");
-        let q0 = queues
-            .iter()
-            .find(|q| q.queue_id() == 0)
-            .expect("queue 0")
-            .clone();
-        let first = within(
-            15,
-            "send",
-            producer.send_to_queue_with_timeout(
-                message(&topic, "Raw", "", b"raw-0"),
-                q0.clone(),
-                5_000,
-            ),
-        )
-        .await
-        .expect("send")
-        .expect("no SendResult");
+        let queues = publish_queues(&mut producer, &topic).await;
+        let q0 = queue_by_id(&queues, 0);
+        let first =
+            send_to_queue(&producer, message(&topic, "Raw", "", b"raw-0"), &q0, "send").await;
         let end = first.queue_offset as i64 + 1;
 
         // 1. Held, then answered by the arriving message.
@@ -230,18 +210,7 @@ fn broker_holds_a_pull_until_a_message_arrives() {
             "pull at the queue end answered at once instead of being held: {early:?}"
         );
         let sent_at = Instant::now();
-        within(
-            15,
-            "send",
-            producer.send_to_queue_with_timeout(
-                message(&topic, "Raw", "", b"raw-1"),
-                q0.clone(),
-                5_000,
-            ),
-        )
-        .await
-        .expect("send")
-        .expect("no SendResult");
+        send_to_queue(&producer, message(&topic, "Raw", "", b"raw-1"), &q0, "send").await;
         let (code, opaque, body_len) =
             within(5, "held pull response", raw::read_response(&mut conn))
                 .await

@@ -86,13 +86,7 @@ fn offsets_survive_restart_and_consumer_resumes() {
             *e = (*e).max(r.queue_offset as i64 + 1);
             phase1_ids.insert(r.msg_id.expect("msgId").to_string());
         }
-        let queues = within(
-            10,
-            "fetch queues",
-            producer.fetch_publish_message_queues(&topic),
-        )
-        .await
-        .expect("fetch queues");
+        let queues = publish_queues(&mut producer, &topic).await;
         shutdown_producer(producer).await;
 
         let (consumer, mut inbox) = push_consumer(&ns, &group, &topic).await;

@@ -54,13 +54,7 @@ fn two_consumers_share_queues_and_receive_each_message_once() {
         let topic = unique_topic("cluster");
         let mut producer = producer(&ns).await;
         create_topic_by_send(&mut producer, &topic).await;
-        let queues = within(
-            10,
-            "fetch queues",
-            producer.fetch_publish_message_queues(&topic),
-        )
-        .await
-        .expect("fetch queues");
+        let queues = publish_queues(&mut producer, &topic).await;
         assert!(
             queues.len() >= 2,
             "need at least 2 queues to share, got {}",

@@ -8,21 +8,16 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use cheetah_string::CheetahString;
 use common::*;
-use rocketmq_client_rust::{ConsumerAdmin, DefaultMQAdminExt, DefaultMQProducer, QueryResult};
+use rocketmq_client_rust::{
+    ClientResult, ConsumerAdmin, DefaultMQAdminExt, DefaultMQProducer, QueryResult,
+};
 use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::message_single::Message;
 use rocketmq_model::result::SendResult;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
 
 fn bodies(msgs: &[MessageExt]) -> BTreeSet<String> {
     msgs.iter()
@@ -119,6 +114,26 @@ async fn admin_query(
     r.unwrap_or_else(|e| panic!("admin query {key:?} (unique={unique}) failed: {e}"))
 }
 
+/// The admin's view of the message with offset msgId `id` (VIEW_MESSAGE_BY_ID), within 10 s.
+async fn admin_view(
+    admin: &DefaultMQAdminExt,
+    topic: &str,
+    id: &str,
+    what: &str,
+) -> ClientResult<MessageExt> {
+    within(
+        10,
+        what,
+        ConsumerAdmin::query_message(
+            admin,
+            CheetahString::from_static_str("DefaultCluster"),
+            CheetahString::from(topic),
+            CheetahString::from(id),
+        ),
+    )
+    .await
+}
+
 #[test]
 fn query_by_key_and_view_by_offset_msg_id() {
     let broker = Broker::start();
@@ -209,18 +224,9 @@ fn query_by_key_and_view_by_offset_msg_id() {
         let (port, _) = decode_offset_msg_id(&offset_id)
             .unwrap_or_else(|| panic!("offsetMsgId {offset_id} is not an offset id"));
         assert_eq!(port, broker.broker_port(), "offsetMsgId names another port");
-        let m = within(
-            10,
-            "admin view by id",
-            ConsumerAdmin::query_message(
-                &admin,
-                CheetahString::from_static_str("DefaultCluster"),
-                CheetahString::from(topic.as_str()),
-                CheetahString::from(offset_id.as_str()),
-            ),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("admin view of {offset_id} failed: {e}"));
+        let m = admin_view(&admin, &topic, &offset_id, "admin view by id")
+            .await
+            .unwrap_or_else(|e| panic!("admin view of {offset_id} failed: {e}"));
         let r = Received::from_ext(&m, 0);
         assert_eq!(r.body_str(), "m-last");
         assert_eq!(
@@ -243,17 +249,7 @@ fn query_by_key_and_view_by_offset_msg_id() {
         // A well-formed id whose offset points at no record must not return one.
         let (_, phy) = decode_offset_msg_id(&offset_id).expect("offset id");
         let bogus = format!("{}{:016X}", &offset_id[..16], phy + 3);
-        let r = within(
-            10,
-            "admin view of a bogus offset",
-            ConsumerAdmin::query_message(
-                &admin,
-                CheetahString::from_static_str("DefaultCluster"),
-                CheetahString::from(topic.as_str()),
-                CheetahString::from(bogus.as_str()),
-            ),
-        )
-        .await;
+        let r = admin_view(&admin, &topic, &bogus, "admin view of a bogus offset").await;
         assert!(r.is_err(), "viewing {bogus} returned a message: {r:?}");
 
         let mut admin = admin;

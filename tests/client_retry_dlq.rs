@@ -75,16 +75,7 @@ fn reconsume_later_retries_then_dead_letters() {
 
         // Warm up: the consumer has rebalanced once it delivers the warm-up message.
         let (consumer, mut inbox) = failing_consumer(&ns, &group, &topic).await;
-        within(20, "warm-up delivery", async {
-            loop {
-                match inbox.recv().await {
-                    Some(r) if r.is_warmup() => break,
-                    Some(_) => {}
-                    None => panic!("listener channel closed"),
-                }
-            }
-        })
-        .await;
+        wait_warmup(&mut inbox).await;
 
         let body = b"poison body \x00\x01 bytes".to_vec();
         let sent = within(

@@ -47,18 +47,8 @@ fn sync_send_returns_send_ok_and_round_trips() {
         );
 
         // A second message to the same queue lands at the next queue offset.
-        let second = within(
-            15,
-            "second sync send",
-            producer.send_to_queue_with_timeout(
-                message(&topic, "TagSync", "key-2", b"hello-sync-2"),
-                mq.clone(),
-                5_000,
-            ),
-        )
-        .await
-        .expect("sync send to queue failed")
-        .expect("no SendResult");
+        let msg = message(&topic, "TagSync", "key-2", b"hello-sync-2");
+        let second = send_to_queue(&producer, msg, &mq, "second sync send").await;
         assert_eq!(second.send_status, SendStatus::SendOk, "{second:?}");
         let msg_id_2 = second.msg_id.clone().expect("msgId").to_string();
         assert_ne!(msg_id_1, msg_id_2);

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use ringmq::protocol::message::{decode, stored_len};
 use ringmq::store::{open, FlushDiskType, StoreConfig};
-use ringmq::writer::testkit::{append_wait, record, NullDispatcher};
+use ringmq::writer::testkit::{append_wait, record, seeded_body, NullDispatcher};
 use ringmq::writer::{spawn_writer, WriterParts};
 
 /// Commit-log segment size of the stores here.
@@ -22,19 +22,6 @@ const SEGMENT: u64 = 1 << 20;
 /// With reuse: four times the rolls per byte, so that iterations slowed down by a loaded machine
 /// (the suite runs tests in parallel on two cores) still fill and retire segments.
 const RECYCLE_SEGMENT: u64 = 256 << 10;
-
-/// Same function as in src/bin/store_torture.rs.
-fn expected_body(seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let len = 1 + (next() % 3000) as usize;
-    (0..len).map(|_| next() as u8).collect()
-}
 
 fn cfg(root: &Path, segment: u64) -> StoreConfig {
     StoreConfig {
@@ -80,7 +67,7 @@ fn verify(root: &Path, acks: &[Ack], segment: u64) {
     let end = o.commit_log.max_phy_offset();
     let min = o.commit_log.min_phy_offset();
     for a in acks.iter().filter(|a| a.phy >= min) {
-        let body = expected_body(a.seed);
+        let body = seeded_body(a.seed);
         let len = stored_len(0, body.len(), "TORTURE".len(), 0) as u32;
         let bytes = o
             .commit_log

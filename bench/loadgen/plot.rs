@@ -642,7 +642,7 @@ mod tests {
         // The run-time variable: the compile-time one names whichever checkout last built this
         // binary in a shared target dir (a deleted CI clone, say).
         let root = std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo test");
-        let path = Path::new(&root).join("bench/data/2026-12-02-side-by-side.jsonl");
+        let path = Path::new(&root).join("data/2026-12-02-side-by-side.jsonl");
         let text = std::fs::read_to_string(&path).expect("committed data file");
         let s = parse_series(&text, &path).expect("parses");
         assert_eq!(s.workloads.len(), 10);

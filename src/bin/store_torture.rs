@@ -3,7 +3,8 @@
 //! threads, and prints `ACK <phy> <queue_offset> <seed>` only after the writer's reply (i.e.
 //! after the fdatasync covering the record). It runs until killed.
 //!
-//! Record content is a pure function of the seed (`expected_body`), duplicated in the test.
+//! Record content is a pure function of the seed (`testkit::seeded_body`), which the test
+//! recomputes.
 //!
 //! Usage: `store_torture <dir> [threads (4)] [segment bytes (1 MiB)]`.
 //!
@@ -16,21 +17,8 @@ use std::path::PathBuf;
 
 use ringmq::store::config::DeleteWhen;
 use ringmq::store::{open, FlushDiskType, StoreConfig};
-use ringmq::writer::testkit::{append_wait, record, CqDispatcher};
+use ringmq::writer::testkit::{append_wait, record, seeded_body, CqDispatcher};
 use ringmq::writer::{spawn_writer, WriterParts};
-
-/// Deterministic body for a seed: length 1..=3000, bytes from a xorshift stream.
-fn expected_body(seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let len = 1 + (next() % 3000) as usize;
-    (0..len).map(|_| next() as u8).collect()
-}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -72,7 +60,7 @@ fn main() {
         handles.push(std::thread::spawn(move || {
             for i in 0u64.. {
                 let seed = (base << 8) + i * threads + t;
-                let body = expected_body(seed);
+                let body = seeded_body(seed);
                 let qid = (t % 4) as u32;
                 let out =
                     append_wait(&s, vec![record("TORTURE", qid, &body, "")], true).expect("append");

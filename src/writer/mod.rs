@@ -21,6 +21,7 @@ mod core;
 mod flusher;
 mod group_commit;
 mod index_checkpoint;
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
 pub use group_commit::GroupCommitStats;
@@ -489,3 +490,9 @@ fn replicate(e: &StoreError) -> StoreError {
 mod tests;
 #[cfg(test)]
 mod tests_drop_topic;
+#[cfg(test)]
+mod tests_faults;
+#[cfg(test)]
+mod tests_retention;
+#[cfg(test)]
+mod tests_sync_flush;
