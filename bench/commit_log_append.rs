@@ -2,8 +2,7 @@
 //! run on the same filesystem.
 //!
 //! Expected limit: the raw rate is buffered 1 MiB writes into a fallocated file plus one
-//! fdatasync (0.4-0.8 GB/s on the first VM, 0.5-1.5 GB/s on later ones, 2.1-2.9 GB/s on the
-//! VM of 2026-12-04 evening; it varies run to run). ASYNC_FLUSH append should reach >= 70 % of
+//! fdatasync (0.4-2.9 GB/s on the VMs measured so far; it varies run to run). ASYNC_FLUSH append should reach >= 70 % of
 //! it: the writer pwritevs each batch into the preallocated segment, and the flusher keeps
 //! syncing in the background while it does. SYNC_FLUSH with 64 appends in flight is bound by
 //! fdatasync latency (0.09-0.42 ms per group commit over warmed segments on the VMs so far,
@@ -18,8 +17,7 @@
 //! Env: RINGMQ_BENCH_DIR (default /tmp), RINGMQ_BENCH_MB (raw and async volume, default 1024),
 //! RINGMQ_BENCH_SYNC_SECS (default 5), RINGMQ_BENCH_SYNC_THREADS (default 64),
 //! RINGMQ_BENCH_SYNC_SHARDS ("shard" threads sharing those appends; default the broker's own
-//! shard count, one per core but the writer's: 1 on this 2-vCPU VM; until the fifteenth
-//! session 2),
+//! shard count, one per core but the writer's: 1 on a 2-vCPU machine),
 //! RINGMQ_BENCH_WARM (unset: the store's default, segments zero-filled under SYNC_FLUSH only;
 //! 0 or 1 forces `warmMapedFileEnable` off or on, to see what warming buys),
 //! RINGMQ_BENCH_PIN (unset or 1: threads placed as the broker places them, writer and
@@ -179,7 +177,7 @@ fn group_commit_ceiling(dir: &Path, records: u64, secs: u64, space: CeilingSpace
 /// The writer core, as the broker places its threads with `pinCores` (its default,
 /// `broker::start`): the writer and its helper threads on the last core, the shards on the
 /// others (core `i % writer_core`). None with one core or RINGMQ_BENCH_PIN=0: every thread left
-/// to the scheduler, as the bench ran before the fifteenth session.
+/// to the scheduler.
 fn writer_core() -> Option<usize> {
     let cores = ringmq::runtime::available_cores();
     (cores > 1 && std::env::var("RINGMQ_BENCH_PIN").map_or(true, |v| v != "0")).then(|| cores - 1)

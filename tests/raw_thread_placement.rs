@@ -1,7 +1,6 @@
 //! Where `ringmq serve` puts its threads with `pinCores` (the default): shards on the first
 //! cores, the writer with its group commit and segment allocator on the last one, and the
-//! ASYNC flusher on the first shard's core, off the writer's (bench journal, fifteenth and nineteenth
-//! sessions). Read from the running broker's `/proc/<pid>/task/*/status`.
+//! ASYNC flusher on the first shard's core, off the writer's. Read from the running broker's `/proc/<pid>/task/*/status`.
 
 mod raw_support;
 

@@ -11,7 +11,7 @@ mod housekeeping;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
 
@@ -23,6 +23,7 @@ use super::{
     replicate, AppendOutcome, AppendRecord, AppendReply, AppendRequest, AppendStatus, DispatchRun,
     Dispatcher, Msg, Published, WriterParts,
 };
+use crate::common::now_ms;
 use crate::constants::{WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS};
 use crate::protocol::message;
 use crate::store::deleter::FileDeleter;
@@ -118,12 +119,6 @@ fn split_ok(rec: &AppendRecord) -> bool {
 /// How many of a batch's latest dispatch runs a unit may continue (one per queue of a topic
 /// spread over this many queues or fewer).
 const DISPATCH_RUN_LOOKBACK: usize = 16;
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
 
 impl WriterCore {
     pub(super) fn new(

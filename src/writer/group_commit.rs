@@ -125,9 +125,7 @@ impl GroupCommitService {
             .name("ringmq-sync-flush".into())
             .spawn(move || {
                 // Same core as the writer: the hand-over after each write then wakes a thread on
-                // this core instead of interrupting another, and the shards keep theirs. SYNC
-                // bench on reused segments, shards on core 0: 1.03-1.05x (bench journal, fifteenth
-                // session).
+                // this core instead of interrupting another, and the shards keep theirs.
                 crate::runtime::pin_current_thread_to(pin);
                 c.run()
             })?;

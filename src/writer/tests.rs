@@ -344,8 +344,8 @@ fn records_with_the_body_apart_are_written_as_whole_ones() {
 
 /// With a writer core configured, its helper threads run there too: the group commit's
 /// hand-over after each write then wakes a thread on the same core, and the allocator's work
-/// stays off the shards' cores (bench journal, fifteenth session). The ASYNC flusher runs on its own
-/// `flush_core` instead, a shard's (bench journal, nineteenth session).
+/// stays off the shards' cores. The ASYNC flusher runs on its own `flush_core` instead, a
+/// shard's, so its writeback does not slow the writer's copies.
 #[test]
 fn writer_core_threads_are_pinned_to_it() {
     let core = crate::runtime::available_cores() - 1;

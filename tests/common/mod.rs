@@ -51,10 +51,7 @@ fn nanos() -> u128 {
 
 /// Wall-clock milliseconds since the Unix epoch (the unit of RocketMQ timestamps).
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
+    ringmq::common::now_ms() as u64
 }
 
 /// A RocketMQ-legal name (letters, digits, '_' and '-') unique across tests and processes.
