@@ -58,6 +58,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ringmq::runtime::placement::CorePlan;
 use ringmq::store::{open, FlushDiskType, StoreConfig};
 use ringmq::writer::testkit::{append_wait, record, record_split, NullDispatcher};
 use ringmq::writer::{
@@ -174,21 +175,18 @@ fn group_commit_ceiling(dir: &Path, records: u64, secs: u64, space: CeilingSpace
     )
 }
 
-/// The writer core, as the broker places its threads with `pinCores` (its default,
-/// `broker::start`): the writer and its helper threads on the last core, the shards on the
-/// others (core `i % writer_core`). None with one core or RINGMQ_BENCH_PIN=0: every thread left
-/// to the scheduler.
-fn writer_core() -> Option<usize> {
-    let cores = ringmq::runtime::available_cores();
-    (cores > 1 && std::env::var("RINGMQ_BENCH_PIN").map_or(true, |v| v != "0")).then(|| cores - 1)
+/// The cores the broker would use (`runtime::placement`, with `pinCores`, its default).
+/// RINGMQ_BENCH_PIN=0 leaves every thread to the scheduler.
+fn core_plan() -> CorePlan {
+    let pin = std::env::var("RINGMQ_BENCH_PIN").map_or(true, |v| v != "0");
+    CorePlan::for_this_process(pin)
 }
 
 /// Pins appender thread `i` where the broker would run its work: on a shard's core (all
-/// client work runs on shards; unpinned, the 64-thread shape took the writer's core from it and
-/// ran at 40-41k msg/s instead of 61-65k).
+/// client work runs on shards; unpinned, the 64-thread shape took the writer's core from it).
 fn on_shard_core(i: u64) {
-    if let Some(w) = writer_core() {
-        ringmq::runtime::pin_current_thread(i as usize % w).expect("pin appender");
+    if let Some(core) = core_plan().shard_core(i as usize) {
+        ringmq::runtime::pin_current_thread(core).expect("pin appender");
     }
 }
 
@@ -198,9 +196,8 @@ fn store_cfg(root: PathBuf, flush: FlushDiskType, segment: u64) -> StoreConfig {
         flush_disk_type: flush,
         message_index_enable: false,
         warm_mapped_file: std::env::var("RINGMQ_BENCH_WARM").ok().map(|v| v == "1"),
-        writer_core: writer_core(),
-        // As the broker: the ASYNC flusher on the (first) shard core.
-        flush_core: writer_core().map(|_| 0),
+        writer_core: core_plan().writer_core(),
+        flush_core: core_plan().flush_core(),
         mapped_file_size_commit_log: segment,
         ..StoreConfig::with_root(root)
     }
@@ -450,7 +447,7 @@ fn main() {
         "commit_log_append: dir {}, {mb} MiB, 1 KiB records",
         dir.display()
     );
-    match writer_core() {
+    match core_plan().writer_core() {
         Some(w) => println!(
             "  threads as the broker's pinCores: writer and its helpers on core {w}, shard \
              threads on core(s) 0-{}",

@@ -27,6 +27,7 @@ use crate::constants::SHARD_MAILBOX_CAPACITY;
 use crate::remoting::connection::{serve, ConnLimits};
 use crate::remoting::{ConnHandle, ConnInfo, ResponseTable};
 use crate::runtime::net::{bind_reuseport, Listener};
+use crate::runtime::placement::CorePlan;
 use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, ShardPlacement};
 use crate::store::consume_queue::ConsumeQueue;
 use crate::writer::{self, DispatchRun, Dispatcher, WriterHandle};
@@ -139,14 +140,10 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         }
     }
     let mut store_cfg = cfg.store.clone();
-    if cfg.pin_cores && runtime::available_cores() > 1 {
-        // The writer (with its helper threads, which the store starts at open) gets the last
-        // core; shards take the others.
-        store_cfg.writer_core = Some(runtime::available_cores() - 1);
-        // The ASYNC flusher's writeback goes to a shard core instead: there it is spread over
-        // the shards' spare time, on the writer's core it slows every append.
-        store_cfg.flush_core = Some(0);
-    }
+    // The writer's helper threads start at open, so the store learns its cores here.
+    let plan = CorePlan::for_this_process(cfg.pin_cores);
+    store_cfg.writer_core = plan.writer_core();
+    store_cfg.flush_core = plan.flush_core();
     let opened = crate::store::open(&store_cfg)?;
     if opened.recovered_from_crash {
         tracing::warn!("previous run did not shut down cleanly; recovered from the commit log");
@@ -225,10 +222,9 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         }));
     }
     let parts = Arc::new(Mutex::new(parts));
-    let cores = runtime::available_cores();
     let placements = (0..n)
         .map(|i| ShardPlacement {
-            core: (cfg.pin_cores && cores > 1).then_some(i % (cores - 1).max(1)),
+            core: plan.shard_core(i),
             name: format!("ringmq-shard-{i}"),
         })
         .collect();

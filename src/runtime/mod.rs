@@ -9,6 +9,7 @@
 
 pub mod mailbox;
 pub mod net;
+pub mod placement;
 mod splice;
 
 use std::future::Future;
