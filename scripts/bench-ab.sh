@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Two ringmq builds side by side on the same load: shows whether a change moved throughput
+# beyond run-to-run noise. For each workload and repeat it starts build A, then build B (the
+# order alternates each repeat), each on a fresh store under /tmp with the name server on 9876
+# and the broker on 10911, runs the same ringmq-bench command against it, and prints one line per
+# run and the medians per build with B/A.
+#
+#   scripts/bench-ab.sh OLD_RINGMQ NEW_RINGMQ
+#
+# Knobs: WORKLOADS ["W2 W3"] (W2: sync sends, 16 in flight; W3: batches of 32, 16 in flight;
+# W1: one at a time), REPEATS [3], DURATION [10], WARMUP [2], BENCH [ringmq-bench of the
+# release target dir].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+A=${1:?usage: scripts/bench-ab.sh OLD_RINGMQ NEW_RINGMQ}
+B=${2:?usage: scripts/bench-ab.sh OLD_RINGMQ NEW_RINGMQ}
+TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/ringmq/target}
+BENCH=${BENCH:-$TARGET_DIR/release/ringmq-bench}
+WORKLOADS=${WORKLOADS:-"W2 W3"}
+REPEATS=${REPEATS:-3}
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+NS=127.0.0.1:9876
+OUT=$(mktemp -d /tmp/ringmq-ab.XXXXXX)
+BROKER_PID=""
+STORE=""
+
+stop() {
+  if [[ -n $BROKER_PID ]]; then
+    kill "$BROKER_PID" 2>/dev/null || true
+    wait "$BROKER_PID" 2>/dev/null || true
+    BROKER_PID=""
+  fi
+  [[ -n $STORE ]] && rm -rf "$STORE"
+  STORE=""
+}
+trap stop EXIT
+
+wait_port() { # port seconds
+  for _ in $(seq 1 $(($2 * 10))); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+args_of() {
+  local common="--namesrv $NS --warmup $WARMUP --duration $DURATION --json --quiet"
+  case $1 in
+    W1) echo "send --connections 1 --inflight 1 $common" ;;
+    W2) echo "send --inflight 16 $common" ;;
+    W3) echo "batch --batch 32 --inflight 16 $common" ;;
+    *) echo "unknown workload $1" >&2; exit 1 ;;
+  esac
+}
+
+run_one() { # label binary workload
+  STORE=$(mktemp -d /tmp/ringmq-ab-store.XXXXXX)
+  "$2" serve --store-dir "$STORE/store" -o brokerIP1=127.0.0.1 >"$OUT/$1-$3.log" 2>&1 &
+  BROKER_PID=$!
+  wait_port 9876 30 && wait_port 10911 30 || { echo "$1 did not open its ports" >&2; exit 1; }
+  # shellcheck disable=SC2046
+  "$BENCH" $(args_of "$3") --broker-pid "$BROKER_PID" --label "$1" 2>>"$OUT/$1-$3.bench.log" \
+    | tail -1 >>"$OUT/$3.jsonl"
+  stop
+  sleep 1
+}
+
+for w in $WORKLOADS; do
+  for r in $(seq 1 "$REPEATS"); do
+    if (( r % 2 )); then run_one A "$A" "$w"; run_one B "$B" "$w"
+    else run_one B "$B" "$w"; run_one A "$A" "$w"; fi
+  done
+done
+
+python3 - "$OUT" $WORKLOADS <<'PY'
+import json, statistics, sys
+out, workloads = sys.argv[1], sys.argv[2:]
+for w in workloads:
+    runs = [json.loads(l) for l in open(f"{out}/{w}.jsonl") if l.strip()]
+    med = {}
+    for label in ("A", "B"):
+        mine = [r for r in runs if r.get("label") == label]
+        rates = [r["throughput_msgs"] for r in mine]
+        p99 = [r["latency_us"]["p99"] for r in mine]
+        steal = [r.get("host_steal_pct") for r in mine]
+        print(f"{w} {label}: msg/s {', '.join(f'{x:,.0f}' for x in rates)}; "
+              f"p99 us {p99}; steal % {steal}")
+        med[label] = statistics.median(rates)
+    print(f"{w} median B/A = {med['B'] / med['A']:.3f}")
+PY
+echo "raw lines: $OUT"
