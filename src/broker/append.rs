@@ -50,12 +50,11 @@ pub struct Outgoing<'a> {
 /// from the stored record by `tags_code::of_record` exactly as recovery recomputes it).
 pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, BrokerError> {
     let mut props = m.props;
-    let tx_type = message::sys_flag::transaction_type(m.sys_flag);
     let delay = props
         .iter()
         .find(|(k, _)| k == keys::DELAY)
         .and_then(|(_, v)| tags_code::delay_level(v))
-        .filter(|_| tx_type == 0 || tx_type == message::sys_flag::TRANSACTION_COMMIT);
+        .filter(|_| message::sys_flag::is_dispatched(m.sys_flag));
     let now = now_ms();
     let timer_at = if delay.is_none() {
         requested_delivery(&props, now)?.filter(|at| *at > now)
@@ -115,8 +114,7 @@ pub fn build_record(shard: &Shard, m: Outgoing<'_>) -> Result<AppendRecord, Brok
         queue_id as u32,
         tags,
         index,
-        tx_type != message::sys_flag::TRANSACTION_PREPARED
-            && tx_type != message::sys_flag::TRANSACTION_ROLLBACK,
+        message::sys_flag::is_dispatched(m.sys_flag),
         bytes,
     ))
 }

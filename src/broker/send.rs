@@ -337,9 +337,7 @@ fn encode_plain(
         spans.push(((start, props.len()), uniq));
         capacity += message::stored_len(widest, 0, t.topic.len(), props.len() - start);
     }
-    let tx_type = message::sys_flag::transaction_type(t.h.sys_flag);
-    let dispatch = tx_type != message::sys_flag::TRANSACTION_PREPARED
-        && tx_type != message::sys_flag::TRANSACTION_ROLLBACK;
+    let dispatch = message::sys_flag::is_dispatched(t.h.sys_flag);
     let mut buf = BytesMut::with_capacity(capacity);
     let mut records = Vec::with_capacity(items.len());
     let mut uniq_keys = String::with_capacity(spans.iter().map(|(_, (a, b))| b - a + 1).sum());

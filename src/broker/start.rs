@@ -10,7 +10,9 @@
 //! checkpoint and removes the abort file.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -409,43 +411,39 @@ impl Drop for ConnectionSlot {
 
 /// Shard 0 housekeeping: persist offsets every 5 s, expire silent channels every 10 s.
 async fn periodic_meta(s0: Rc<Shard>) {
-    let mut last_offsets: Vec<u8> = Vec::new();
-    let mut last_delay: Vec<u8> = Vec::new();
-    let mut last_timer: Vec<u8> = Vec::new();
+    let mut last: HashMap<PathBuf, Vec<u8>> = HashMap::new();
     let mut tick = 0u64;
     while !s0.is_stopping() {
         runtime::sleep(Duration::from_secs(5)).await;
         tick += 1;
-        let bytes = offsets::gather(&s0).await;
-        let delay = schedule::gather(&s0).await;
-        if delay != last_delay {
-            topic_manager::persist_in_background(
-                schedule::delay_offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
-                delay.clone(),
-            );
-            last_delay = delay;
-        }
-        if let Some(t) = gather_timer(&s0).await {
-            if t != last_timer {
-                topic_manager::persist_in_background(
-                    timer::state::progress_path(&s0.ctx.cfg.store.store_path_root_dir),
-                    t.clone(),
-                );
-                last_timer = t;
+        for (path, bytes) in gather_progress(&s0).await {
+            if last.get(&path) != Some(&bytes) {
+                topic_manager::persist_in_background(path.clone(), bytes.clone());
+                last.insert(path, bytes);
             }
-        }
-        if bytes != last_offsets {
-            topic_manager::persist_in_background(
-                offsets::offsets_path(&s0.ctx.cfg.store.store_path_root_dir),
-                bytes.clone(),
-            );
-            last_offsets = bytes;
         }
         if tick.is_multiple_of(2) {
             clients::expire_channels(&s0);
             flush_all_queues(&s0).await;
         }
     }
+}
+
+/// The progress files shard 0 keeps, gathered from every shard, each with its path: consumer
+/// offsets, delay-level offsets and (when the timer runs) the timer's progress.
+async fn gather_progress(s0: &Rc<Shard>) -> Vec<(PathBuf, Vec<u8>)> {
+    let root = &s0.ctx.cfg.store.store_path_root_dir;
+    let mut files = vec![
+        (offsets::offsets_path(root), offsets::gather(s0).await),
+        (
+            schedule::delay_offsets_path(root),
+            schedule::gather(s0).await,
+        ),
+    ];
+    if let Some(t) = gather_timer(s0).await {
+        files.push((timer::state::progress_path(root), t));
+    }
+    files
 }
 
 /// Shard 0: every shard flushes its ConsumeQueues; the oldest timestamp they all reached goes
@@ -513,30 +511,16 @@ impl BrokerHandle {
                     let _ = s0.mesh.post(i, Box::new(|s: &Rc<Shard>| s.pause()));
                 }
                 runtime::sleep(Duration::from_millis(300)).await;
-                let bytes = offsets::gather(&s0).await;
-                let delay = schedule::gather(&s0).await;
-                let timer_bytes = gather_timer(&s0).await;
-                let root = s0.ctx.cfg.store.store_path_root_dir.clone();
-                let (topics, topics_path, groups, groups_path) = {
+                let mut files = gather_progress(&s0).await;
+                {
                     let m = s0.meta();
-                    (
-                        m.topics_file_bytes(),
-                        m.topics_path(),
-                        m.groups_file_bytes(),
-                        m.groups_path(),
-                    )
-                };
+                    files.push((m.topics_path(), m.topics_file_bytes()));
+                    files.push((m.groups_path(), m.groups_file_bytes()));
+                }
                 let res = runtime::spawn_blocking(move || {
-                    crate::common::config_file::write(&offsets::offsets_path(&root), &bytes)?;
-                    crate::common::config_file::write(
-                        &schedule::delay_offsets_path(&root),
-                        &delay,
-                    )?;
-                    if let Some(t) = &timer_bytes {
-                        crate::common::config_file::write(&timer::state::progress_path(&root), t)?;
-                    }
-                    crate::common::config_file::write(&topics_path, &topics)?;
-                    crate::common::config_file::write(&groups_path, &groups)
+                    files.iter().try_for_each(|(path, bytes)| {
+                        crate::common::config_file::write(path, bytes)
+                    })
                 })
                 .await;
                 if let Err(e) = res {
