@@ -103,6 +103,13 @@ fn broker_config(a: &BrokerArgs) -> Result<BrokerConfig, String> {
     if let Some(w) = cfg.ignored_keys_warning() {
         tracing::warn!("{w}");
     }
+    if cfg.ha.broker_role.is_slave() {
+        tracing::warn!(
+            "brokerRole=SLAVE: this broker registers as brokerId {} and refuses writes, but \
+             does not copy its master's commit log yet",
+            cfg.broker_id
+        );
+    }
     Ok(cfg)
 }
 

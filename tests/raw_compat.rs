@@ -376,7 +376,7 @@ fn default_broker_ip_and_ignored_keys_warning() {
             "-o",
             "aclEnable=true",
             "-o",
-            "brokerRole=ASYNC_MASTER",
+            "haMasterAddress=10.0.0.1:10912",
             "-o",
             "noSuchKey=1",
         ])
@@ -408,7 +408,7 @@ fn default_broker_ip_and_ignored_keys_warning() {
         .find(|l| l.contains("configuration keys ignored"))
         .expect("a warning about ignored keys");
     assert!(
-        warning.contains("not implemented by ringmq: aclEnable, brokerRole"),
+        warning.contains("not implemented by ringmq: aclEnable, haMasterAddress"),
         "{warning}"
     );
     assert!(warning.contains("unknown: noSuchKey"), "{warning}");

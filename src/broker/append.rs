@@ -193,6 +193,12 @@ pub async fn append(
     records: Vec<AppendRecord>,
     wait_flush: bool,
 ) -> Result<AppendOutcome, BrokerError> {
+    if shard.ctx.cfg.ha.broker_role.is_slave() {
+        return Err(BrokerError::ServiceNotAvailable(
+            "service not available now: the broker is a SLAVE, messages are put to its master"
+                .into(),
+        ));
+    }
     let (tx, rx) = oneshot::channel::<Result<AppendOutcome, crate::store::StoreError>>();
     let req = AppendRequest {
         records,

@@ -33,6 +33,9 @@ pub enum BrokerError {
     QueryNotFound(String),
     #[error("{0}")]
     ServiceNotAvailable(String),
+    /// A request only a master serves reached a slave.
+    #[error("{0}")]
+    SlaveNotAvailable(String),
     /// A client the broker relayed a request to did not answer in time.
     #[error("{0}")]
     ConsumeMsgTimeout(String),
@@ -76,6 +79,7 @@ impl BrokerError {
             BrokerError::SubscriptionParseFailed(_) => rc::SUBSCRIPTION_PARSE_FAILED,
             BrokerError::QueryNotFound(_) => rc::QUERY_NOT_FOUND,
             BrokerError::ServiceNotAvailable(_) => rc::SERVICE_NOT_AVAILABLE,
+            BrokerError::SlaveNotAvailable(_) => rc::SLAVE_NOT_AVAILABLE,
             BrokerError::ConsumeMsgTimeout(_) => rc::CONSUME_MSG_TIMEOUT,
             BrokerError::System(_) => rc::SYSTEM_ERROR,
             BrokerError::IllegalOperation(_) => rc::ILLEGAL_OPERATION,

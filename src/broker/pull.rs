@@ -182,6 +182,11 @@ pub struct PullAnswer {
 
 /// Serves a pull request; returns the response frame (zero-copy when messages were found).
 pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, BrokerError> {
+    // As Java 5's PullMessageProcessor.rejectRequest: a slave serves pulls only when told to.
+    let ha = &shard.ctx.cfg.ha;
+    if ha.broker_role.is_slave() && !ha.slave_read_enable {
+        return Err(BrokerError::Busy);
+    }
     let h = PullMessageRequestHeader::from_command(cmd)?;
     let tc = shard
         .topics()

@@ -54,14 +54,18 @@ fn register_command(s0: &Shard) -> RemotingCommand {
         filter_server_list: Vec::new(),
     });
     let cfg = &s0.ctx.cfg;
-    let ha = std::net::SocketAddr::new(s0.ctx.store_host.ip(), s0.ctx.store_host.port() + 1);
+    // Java's getHAServerAddr: brokerIP2 (brokerIP1 when unset) and the HA port.
+    let ha = std::net::SocketAddr::new(
+        cfg.ha.broker_ip2.unwrap_or(s0.ctx.store_host.ip()),
+        cfg.ha.ha_port(s0.ctx.store_host.port()),
+    );
     let mut cmd = RemotingCommand::new_request(request_code::REGISTER_BROKER);
     RegisterBrokerRequestHeader {
         broker_name: cfg.broker_name.clone(),
         broker_addr: broker_addr(s0),
         cluster_name: cfg.broker_cluster_name.clone(),
         ha_server_addr: ha.to_string(),
-        broker_id: cfg.broker_id,
+        broker_id: cfg.registered_broker_id(),
         heartbeat_timeout_millis: Some(120_000),
         compressed: false,
         body_crc32: body_crc32(&body),
@@ -144,7 +148,7 @@ pub async fn unregister_all(s0: &Rc<Shard>) {
             broker_name: cfg.broker_name.clone(),
             broker_addr: broker_addr(s0),
             cluster_name: cfg.broker_cluster_name.clone(),
-            broker_id: cfg.broker_id,
+            broker_id: cfg.registered_broker_id(),
         }
         .write_to(&mut cmd);
         if let Err(e) = invoke(&mut clients, addr, cmd).await {

@@ -280,9 +280,12 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
             applier.on_dispatch(runs);
         }
     });
-    schedule::start(&shard);
-    timer::start(&shard, p.timer_progress);
-    crate::broker::transaction::start(&shard);
+    // The services that store messages run on masters only, as Java starts them.
+    if !shard.ctx.cfg.ha.broker_role.is_slave() {
+        schedule::start(&shard);
+        timer::start(&shard, p.timer_progress);
+        crate::broker::transaction::start(&shard);
+    }
     crate::broker::clean::start(&shard);
     if is_meta {
         topic_manager::topics_changed(&shard);

@@ -19,16 +19,12 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "authorizationEnabled",
     "authenticationProvider",
     "authorizationProvider",
-    "brokerRole",
-    "brokerIP2",
-    "haListenPort",
     "haMasterAddress",
     "haSendHeartbeatInterval",
     "haHousekeepingInterval",
     "haTransferBatchSize",
     "haMaxGapNotInSync",
     "syncMasterFlushOffsetWhenStartup",
-    "slaveReadEnable",
     "enableSlaveActingMaster",
     "enableControllerMode",
     "controllerAddr",
@@ -107,10 +103,10 @@ impl BrokerConfig {
             .map(|h| format!("{h:02}"))
             .collect();
         let warm = s.warm_mapped_file.unwrap_or(s.warm_segments());
-        vec![
+        let mut all = vec![
             ("brokerClusterName", self.broker_cluster_name.clone()),
             ("brokerName", self.broker_name.clone()),
-            ("brokerId", self.broker_id.to_string()),
+            ("brokerId", self.registered_broker_id().to_string()),
             ("namesrvAddr", namesrv.join(";")),
             ("brokerIP1", self.broker_ip1.to_string()),
             ("listenPort", self.listen_addr.port().to_string()),
@@ -261,7 +257,9 @@ impl BrokerConfig {
             ("messageIndexEnable", s.message_index_enable.to_string()),
             ("maxHashSlotNum", s.max_hash_slot_num.to_string()),
             ("maxIndexNum", s.max_index_num.to_string()),
-        ]
+        ];
+        all.extend(self.ha.properties(self.listen_addr.port(), self.broker_ip1));
+        all
     }
 
     /// Java's properties text of `properties()`: one `key=value` line each.
@@ -335,7 +333,7 @@ mod tests {
         assert_eq!(cfg.ignored_keys_warning(), None);
         for (k, v) in [
             ("aclEnable", "true"),
-            ("brokerRole", "SYNC_MASTER"),
+            ("haMasterAddress", "10.0.0.1:10912"),
             ("noSuchKey", "1"),
             ("maxMessageSize", "1024"),
         ] {
@@ -343,7 +341,7 @@ mod tests {
         }
         let w = cfg.ignored_keys_warning().unwrap();
         assert!(
-            w.contains("not implemented by ringmq: aclEnable, brokerRole"),
+            w.contains("not implemented by ringmq: aclEnable, haMasterAddress"),
             "{w}"
         );
         assert!(w.contains("unknown: noSuchKey"), "{w}");

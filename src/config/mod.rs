@@ -12,11 +12,13 @@ use std::path::{Path, PathBuf};
 use crate::constants::DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS;
 use crate::store::config::{DeleteWhen, FlushDiskType, StoreConfig};
 
+pub mod ha;
 pub mod keys;
 pub mod limits;
 pub mod local_address;
 pub mod transaction;
 
+pub use ha::{BrokerRole, HaConfig};
 pub use limits::Limits;
 pub use transaction::TransactionConfig;
 
@@ -76,6 +78,8 @@ pub struct BrokerConfig {
     pub limits: Limits,
     /// The transaction service (see `transaction`).
     pub transaction: TransactionConfig,
+    /// The broker's role in its replication group (see `ha`).
+    pub ha: HaConfig,
     pub store: StoreConfig,
     /// Keys we read but do not act on.
     pub unknown: BTreeMap<String, String>,
@@ -110,6 +114,7 @@ impl Default for BrokerConfig {
             pin_cores: true,
             limits: Limits::default(),
             transaction: TransactionConfig::default(),
+            ha: HaConfig::default(),
             store,
             unknown: BTreeMap::new(),
         }
@@ -196,6 +201,9 @@ impl BrokerConfig {
             return done;
         }
         if let Some(done) = self.transaction.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.ha.set(key, value) {
             return done;
         }
         let s = &mut self.store;
@@ -323,6 +331,7 @@ impl BrokerConfig {
             ));
         }
         self.limits.validate(&self.store)?;
+        self.ha.validate(self.broker_id)?;
         if self.broker_name.is_empty() || self.broker_cluster_name.is_empty() {
             return Err(invalid(
                 "brokerName",
@@ -331,6 +340,16 @@ impl BrokerConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The brokerId announced to name servers: a master's is always 0 (Java's start-up sets it
+    /// so whatever broker.conf says), a slave's is its own.
+    pub fn registered_broker_id(&self) -> i64 {
+        if self.ha.broker_role.is_slave() {
+            self.broker_id
+        } else {
+            0
+        }
     }
 
     /// The address written into records and announced to name servers.

@@ -24,6 +24,11 @@ pub async fn end_transaction(
     shard: Rc<Shard>,
     cmd: &RemotingCommand,
 ) -> Result<Option<RemotingCommand>, BrokerError> {
+    if shard.ctx.cfg.ha.broker_role.is_slave() {
+        return Err(BrokerError::SlaveNotAvailable(
+            "the broker is a SLAVE: end transaction is forbidden".into(),
+        ));
+    }
     let h = EndTransactionRequestHeader::from_command(cmd)?;
     let commit = match h.commit_or_rollback {
         sys_flag::TRANSACTION_NOT_TYPE => return Ok(None),

@@ -1,0 +1,163 @@
+//! The broker's place in its replication group, with RocketMQ's key names (Java's
+//! `MessageStoreConfig.brokerRole`, `haListenPort`, `BrokerConfig.brokerIP2`,
+//! `slaveReadEnable`): whether this broker is a master (ASYNC_MASTER, SYNC_MASTER) or a SLAVE,
+//! and the HA address it announces to the name servers. A slave takes no writes: sends,
+//! retries and transaction decisions are refused, the services that store messages (delay
+//! levels, timers, transaction checks) do not run, and pulls are served only with
+//! `slaveReadEnable`. Read by `broker::start`, `broker::register` and the refusing handlers.
+
+use std::net::IpAddr;
+
+use super::{boolean, invalid, num, ConfigError};
+
+/// `brokerRole` (Java's `BrokerRole`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BrokerRole {
+    /// Answers a send once it is stored here; slaves follow as they can.
+    #[default]
+    AsyncMaster,
+    /// Answers a send once `inSyncReplicas` copies hold it.
+    SyncMaster,
+    /// Follows a master; takes no writes.
+    Slave,
+}
+
+impl BrokerRole {
+    pub fn parse(value: &str) -> Option<BrokerRole> {
+        match value.trim() {
+            "ASYNC_MASTER" => Some(BrokerRole::AsyncMaster),
+            "SYNC_MASTER" => Some(BrokerRole::SyncMaster),
+            "SLAVE" => Some(BrokerRole::Slave),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BrokerRole::AsyncMaster => "ASYNC_MASTER",
+            BrokerRole::SyncMaster => "SYNC_MASTER",
+            BrokerRole::Slave => "SLAVE",
+        }
+    }
+
+    pub fn is_slave(self) -> bool {
+        self == BrokerRole::Slave
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HaConfig {
+    /// `brokerRole`.
+    pub broker_role: BrokerRole,
+    /// `haListenPort`; `None` (or a value <= 0, as Java's start-up treats it): listenPort + 1.
+    pub ha_listen_port: Option<u16>,
+    /// `brokerIP2`: the address the HA port is announced on; `None`: brokerIP1.
+    pub broker_ip2: Option<IpAddr>,
+    /// `slaveReadEnable`: a slave serves pulls (otherwise it answers them SYSTEM_BUSY).
+    pub slave_read_enable: bool,
+}
+
+impl HaConfig {
+    /// Applies `key` if it is one of this struct's; `None` when the key is not.
+    pub fn set(&mut self, key: &str, value: &str) -> Option<Result<(), ConfigError>> {
+        let r = match key {
+            "brokerRole" => match BrokerRole::parse(value) {
+                Some(role) => {
+                    self.broker_role = role;
+                    Ok(())
+                }
+                None => Err(invalid(
+                    key,
+                    value,
+                    "expected ASYNC_MASTER, SYNC_MASTER or SLAVE",
+                )),
+            },
+            "haListenPort" => num::<i64>(key, value).and_then(|p| match p {
+                ..=0 => {
+                    self.ha_listen_port = None;
+                    Ok(())
+                }
+                1..=65535 => {
+                    self.ha_listen_port = Some(p as u16);
+                    Ok(())
+                }
+                _ => Err(invalid(key, value, "must be a port number")),
+            }),
+            "brokerIP2" => {
+                let bare = value.trim().trim_start_matches('[').trim_end_matches(']');
+                num::<IpAddr>(key, bare).map(|ip| self.broker_ip2 = Some(ip))
+            }
+            "slaveReadEnable" => boolean(key, value).map(|v| self.slave_read_enable = v),
+            _ => return None,
+        };
+        Some(r)
+    }
+
+    /// The HA port: `haListenPort`, or the broker's listen port + 1.
+    pub fn ha_port(&self, listen_port: u16) -> u16 {
+        self.ha_listen_port
+            .unwrap_or_else(|| listen_port.wrapping_add(1))
+    }
+
+    /// The keys with their effective values, in Java's formats.
+    pub fn properties(&self, listen_port: u16, broker_ip1: IpAddr) -> Vec<(&'static str, String)> {
+        vec![
+            ("brokerRole", self.broker_role.as_str().to_string()),
+            ("haListenPort", self.ha_port(listen_port).to_string()),
+            (
+                "brokerIP2",
+                self.broker_ip2.unwrap_or(broker_ip1).to_string(),
+            ),
+            ("slaveReadEnable", self.slave_read_enable.to_string()),
+        ]
+    }
+
+    /// Java's start-up rule: a slave needs a brokerId above 0 ("Slave's brokerId must be >
+    /// 0"). A master's is 0 whatever broker.conf says (`BrokerConfig::registered_broker_id`).
+    pub fn validate(&self, broker_id: i64) -> Result<(), ConfigError> {
+        if self.broker_role.is_slave() && broker_id <= 0 {
+            return Err(invalid(
+                "brokerId",
+                &broker_id.to_string(),
+                "a SLAVE's brokerId must be > 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Roles by Java's names; bad values and ports refused; the HA port follows listenPort.
+    #[test]
+    fn keys_parse_and_refuse() {
+        let mut h = HaConfig::default();
+        assert_eq!(h.broker_role, BrokerRole::AsyncMaster);
+        assert!(h.set("brokerRole", "SLAVE").unwrap().is_ok());
+        assert!(h.broker_role.is_slave());
+        assert!(h.set("brokerRole", "slave").unwrap().is_err());
+        assert_eq!(h.ha_port(10911), 10912);
+        assert!(h.set("haListenPort", "20912").unwrap().is_ok());
+        assert_eq!(h.ha_port(10911), 20912);
+        assert!(h.set("haListenPort", "0").unwrap().is_ok());
+        assert_eq!(h.ha_port(10911), 10912);
+        assert!(h.set("haListenPort", "70000").unwrap().is_err());
+        assert!(h.set("brokerIP2", "[::1]").unwrap().is_ok());
+        assert!(h.set("brokerIP2", "nowhere").unwrap().is_err());
+        assert!(h.set("slaveReadEnable", "true").unwrap().is_ok());
+        assert!(h.set("brokerName", "x").is_none());
+    }
+
+    /// A slave needs an id above 0.
+    #[test]
+    fn broker_id_follows_the_role() {
+        let mut h = HaConfig::default();
+        assert!(h.validate(0).is_ok());
+        assert!(h.validate(1).is_ok());
+        h.broker_role = BrokerRole::Slave;
+        assert!(h.validate(0).is_err());
+        assert!(h.validate(2).is_ok());
+    }
+}
