@@ -169,6 +169,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 );
             }
             println!("broker listening on {}", b.listen_addr);
+            if let Some(ha) = b.ha_addr {
+                println!("ha listening on {ha}");
+            }
             wait_for_signal();
             b.shutdown().map_err(|e| e.to_string())
         }
@@ -198,6 +201,9 @@ fn run(cli: Cli) -> Result<(), String> {
             // Tests and scripts read these two lines to find ephemeral ports.
             println!("namesrv listening on {}", ns.addr);
             println!("broker listening on {}", b.listen_addr);
+            if let Some(ha) = b.ha_addr {
+                println!("ha listening on {ha}");
+            }
             wait_for_signal();
             let res = b.shutdown().map_err(|e| e.to_string());
             ns.shutdown();

@@ -139,10 +139,20 @@ fn slaves_register_and_refuse_writes() {
     let r = Conn::connect(master.broker).call(send_cmd("SlaveTopic", 0, b"body", ""));
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 
-    // GET_BROKER_CONFIG reports each role with Java's names; the HA port follows listenPort.
-    for (addr, expect) in [
-        (master.broker, ["brokerRole=ASYNC_MASTER", "brokerId=0"]),
-        (slave.addr, ["brokerRole=SLAVE", "brokerId=1"]),
+    // GET_BROKER_CONFIG reports each role with Java's names and the HA port: the master's
+    // actual one (the OS chose it, as it chose the broker's), listenPort + 1 on the slave.
+    let master_ha = master.ha.expect("a master listens for slaves").port();
+    for (addr, expect, ha_port) in [
+        (
+            master.broker,
+            ["brokerRole=ASYNC_MASTER", "brokerId=0"],
+            master_ha,
+        ),
+        (
+            slave.addr,
+            ["brokerRole=SLAVE", "brokerId=1"],
+            slave.addr.port() + 1,
+        ),
     ] {
         let r = Conn::connect(addr).call(RemotingCommand::new_request(
             request_code::GET_BROKER_CONFIG,
@@ -151,7 +161,7 @@ fn slaves_register_and_refuse_writes() {
         for line in expect {
             assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
         }
-        let ha = format!("haListenPort={}", addr.port() + 1);
+        let ha = format!("haListenPort={ha_port}");
         assert!(text.lines().any(|l| l == ha), "{ha} in:\n{text}");
     }
 }

@@ -139,6 +139,9 @@ pub async fn all_subscription_groups(
 pub fn broker_config(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
     let mut c = shard.ctx.cfg.clone();
     c.listen_addr.set_port(shard.ctx.store_host.port());
+    if let Some(ha) = shard.ctx.ha_addr {
+        c.ha.ha_listen_port = Some(ha.port());
+    }
     RemotingCommand::response_for(cmd, rc::SUCCESS, None)
         .with_body(c.properties_text().into_bytes())
 }

@@ -15,6 +15,7 @@ pub mod broker2client;
 pub mod clean;
 pub mod clients;
 pub mod error;
+pub mod ha;
 pub mod handler;
 pub mod long_poll;
 pub mod metadata;

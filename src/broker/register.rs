@@ -55,10 +55,12 @@ fn register_command(s0: &Shard) -> RemotingCommand {
     });
     let cfg = &s0.ctx.cfg;
     // Java's getHAServerAddr: brokerIP2 (brokerIP1 when unset) and the HA port.
-    let ha = std::net::SocketAddr::new(
-        cfg.ha.broker_ip2.unwrap_or(s0.ctx.store_host.ip()),
-        cfg.ha.ha_port(s0.ctx.store_host.port()),
-    );
+    let ha_port = match s0.ctx.ha_addr {
+        Some(a) => a.port(),
+        None => cfg.ha.ha_port(s0.ctx.store_host.port()),
+    };
+    let ha =
+        std::net::SocketAddr::new(cfg.ha.broker_ip2.unwrap_or(s0.ctx.store_host.ip()), ha_port);
     let mut cmd = RemotingCommand::new_request(request_code::REGISTER_BROKER);
     RegisterBrokerRequestHeader {
         broker_name: cfg.broker_name.clone(),

@@ -57,6 +57,8 @@ pub struct BrokerContext {
     pub logics_msg_timestamp: std::sync::Arc<std::sync::atomic::AtomicI64>,
     /// Set once every name server has accepted a registration (or there is none).
     pub registered: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The HA port this master listens on (None on a slave).
+    pub ha_addr: Option<SocketAddr>,
     /// Put and get counters, one set per shard (`broker::stats`).
     pub stats: BrokerStats,
 }

@@ -54,6 +54,8 @@ pub enum StartError {
 pub struct BrokerHandle {
     pub listen_addr: SocketAddr,
     pub fast_addr: Option<SocketAddr>,
+    /// Where slaves connect (masters only).
+    pub ha_addr: Option<SocketAddr>,
     registered: Arc<std::sync::atomic::AtomicBool>,
     senders: Vec<MailboxSender<Job<Shard>>>,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -90,6 +92,8 @@ struct ShardParts {
     rx: runtime::MailboxReceiver<Job<Shard>>,
     dispatched: runtime::MailboxReceiver<Vec<DispatchRun>>,
     listeners: Vec<(std::net::TcpListener, bool)>,
+    /// Shard 0 of a master: the HA listener.
+    ha_listener: Option<std::net::TcpListener>,
     cqs: Vec<ConsumeQueue>,
     offsets: OffsetTable,
     meta: Option<Metadata>,
@@ -141,6 +145,21 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             Err(e) => tracing::warn!(error = %e, "fast (VIP) port not available"),
         }
     }
+    // A master's HA port: haListenPort, or the broker's port + 1 (when the OS chose the
+    // broker's port, it chooses this one too). A taken port stops start-up, as in Java.
+    let mut ha_listener = None;
+    let mut ha_addr = None;
+    if !cfg.ha.broker_role.is_slave() {
+        let port = match (cfg.ha.ha_listen_port, cfg.listen_addr.port()) {
+            (None, 0) => 0,
+            _ => cfg.ha.ha_port(listen_addr.port()),
+        };
+        let want = SocketAddr::new(cfg.listen_addr.ip(), port);
+        let err = |source| StartError::Listen { addr: want, source };
+        let l = std::net::TcpListener::bind(want).map_err(err)?;
+        ha_addr = Some(l.local_addr().map_err(err)?);
+        ha_listener = Some(l);
+    }
     let mut store_cfg = cfg.store.clone();
     // The writer's helper threads start at open, so the store learns its cores here.
     let plan = CorePlan::for_this_process(cfg.pin_cores);
@@ -182,6 +201,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         shard_count: n,
         started_ms: now_ms(),
         stats: crate::broker::stats::BrokerStats::new(n),
+        ha_addr,
         cfg: cfg.clone(),
     });
     let mut cq_split: Vec<Vec<ConsumeQueue>> = (0..n).map(|_| Vec::new()).collect();
@@ -211,6 +231,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             rx,
             dispatched: dispatch_receivers.remove(0),
             listeners,
+            ha_listener: if i == 0 { ha_listener.take() } else { None },
             cqs,
             offsets,
             meta: if i == 0 { meta.take() } else { None },
@@ -243,11 +264,12 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         }
     })
     .map_err(StartError::Threads)?;
-    tracing::info!(%listen_addr, ?fast_addr, shards = n, store = %cfg.store.store_path_root_dir.display(), "broker started");
+    tracing::info!(%listen_addr, ?fast_addr, ?ha_addr, shards = n, store = %cfg.store.store_path_root_dir.display(), "broker started");
     Ok(BrokerHandle {
         registered: ctx.registered.clone(),
         listen_addr,
         fast_addr,
+        ha_addr,
         senders,
         threads,
         writer: Some(writer),
@@ -295,6 +317,12 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     }
     // The main and fast listeners of a shard share its connection count.
     let shard_connections = Rc::new(Cell::new(0usize));
+    if let Some(l) = p.ha_listener {
+        runtime::spawn(crate::broker::ha::serve(
+            shard.clone(),
+            Listener::from_std(l),
+        ));
+    }
     for (l, fast) in p.listeners {
         let counts = ConnectionCounts {
             broker: p.open_connections.clone(),

@@ -1,10 +1,11 @@
 //! The broker's place in its replication group, with RocketMQ's key names (Java's
-//! `MessageStoreConfig.brokerRole`, `haListenPort`, `BrokerConfig.brokerIP2`,
+//! `MessageStoreConfig.brokerRole`, `haListenPort`, the `ha*` timings, `BrokerConfig.brokerIP2`,
 //! `slaveReadEnable`): whether this broker is a master (ASYNC_MASTER, SYNC_MASTER) or a SLAVE,
-//! and the HA address it announces to the name servers. A slave takes no writes: sends,
-//! retries and transaction decisions are refused, the services that store messages (delay
-//! levels, timers, transaction checks) do not run, and pulls are served only with
-//! `slaveReadEnable`. Read by `broker::start`, `broker::register` and the refusing handlers.
+//! where its HA port is and how the master paces what it sends there. A slave takes no writes:
+//! sends, retries and transaction decisions are refused, the services that store messages
+//! (delay levels, timers, transaction checks) do not run, and pulls are served only with
+//! `slaveReadEnable`. Read by `broker::start`, `broker::register`, `broker::ha` and the
+//! refusing handlers.
 
 use std::net::IpAddr;
 
@@ -45,7 +46,10 @@ impl BrokerRole {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The largest `haTransferBatchSize` (Java's slave reads into a 4 MiB buffer).
+const TRANSFER_BATCH_MAX: usize = 4 << 20;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HaConfig {
     /// `brokerRole`.
     pub broker_role: BrokerRole,
@@ -55,6 +59,26 @@ pub struct HaConfig {
     pub broker_ip2: Option<IpAddr>,
     /// `slaveReadEnable`: a slave serves pulls (otherwise it answers them SYSTEM_BUSY).
     pub slave_read_enable: bool,
+    /// `haSendHeartbeatInterval` (ms): an idle master sends an empty transfer this often.
+    pub heartbeat_interval_ms: u64,
+    /// `haHousekeepingInterval` (ms): a connection with nothing read for this long is closed.
+    pub housekeeping_interval_ms: u64,
+    /// `haTransferBatchSize` (bytes): the largest transfer body.
+    pub transfer_batch_size: usize,
+}
+
+impl Default for HaConfig {
+    fn default() -> Self {
+        HaConfig {
+            broker_role: BrokerRole::default(),
+            ha_listen_port: None,
+            broker_ip2: None,
+            slave_read_enable: false,
+            heartbeat_interval_ms: 5_000,
+            housekeeping_interval_ms: 20_000,
+            transfer_batch_size: 32 << 10,
+        }
+    }
 }
 
 impl HaConfig {
@@ -88,6 +112,24 @@ impl HaConfig {
                 num::<IpAddr>(key, bare).map(|ip| self.broker_ip2 = Some(ip))
             }
             "slaveReadEnable" => boolean(key, value).map(|v| self.slave_read_enable = v),
+            "haSendHeartbeatInterval" => {
+                positive(key, value).map(|v| self.heartbeat_interval_ms = v)
+            }
+            "haHousekeepingInterval" => {
+                positive(key, value).map(|v| self.housekeeping_interval_ms = v)
+            }
+            "haTransferBatchSize" => num::<usize>(key, value).and_then(|v| {
+                if (1..=TRANSFER_BATCH_MAX).contains(&v) {
+                    self.transfer_batch_size = v;
+                    Ok(())
+                } else {
+                    Err(invalid(
+                        key,
+                        value,
+                        format!("must be 1..={TRANSFER_BATCH_MAX}"),
+                    ))
+                }
+            }),
             _ => return None,
         };
         Some(r)
@@ -109,6 +151,15 @@ impl HaConfig {
                 self.broker_ip2.unwrap_or(broker_ip1).to_string(),
             ),
             ("slaveReadEnable", self.slave_read_enable.to_string()),
+            (
+                "haSendHeartbeatInterval",
+                self.heartbeat_interval_ms.to_string(),
+            ),
+            (
+                "haHousekeepingInterval",
+                self.housekeeping_interval_ms.to_string(),
+            ),
+            ("haTransferBatchSize", self.transfer_batch_size.to_string()),
         ]
     }
 
@@ -123,6 +174,13 @@ impl HaConfig {
             ));
         }
         Ok(())
+    }
+}
+
+fn positive(key: &str, value: &str) -> Result<u64, ConfigError> {
+    match num::<u64>(key, value)? {
+        0 => Err(invalid(key, value, "must be positive")),
+        v => Ok(v),
     }
 }
 
@@ -147,6 +205,9 @@ mod tests {
         assert!(h.set("brokerIP2", "[::1]").unwrap().is_ok());
         assert!(h.set("brokerIP2", "nowhere").unwrap().is_err());
         assert!(h.set("slaveReadEnable", "true").unwrap().is_ok());
+        assert!(h.set("haTransferBatchSize", "5000000").unwrap().is_err());
+        assert!(h.set("haSendHeartbeatInterval", "0").unwrap().is_err());
+        assert!(h.set("haHousekeepingInterval", "1000").unwrap().is_ok());
         assert!(h.set("brokerName", "x").is_none());
     }
 

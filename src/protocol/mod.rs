@@ -14,6 +14,7 @@ pub mod body;
 pub mod codes;
 pub mod command;
 pub mod frame;
+pub mod ha;
 pub mod headers;
 pub mod java_hash;
 pub mod message;

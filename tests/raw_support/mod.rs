@@ -15,6 +15,8 @@ pub struct RawBroker {
     pub child: Child,
     pub namesrv: SocketAddr,
     pub broker: SocketAddr,
+    /// The HA port slaves connect to (a master's).
+    pub ha: Option<SocketAddr>,
     pub dir: tempfile::TempDir,
 }
 
@@ -70,7 +72,10 @@ impl RawBroker {
         let mut lines = BufReader::new(out).lines();
         let mut namesrv = None;
         let mut broker = None;
-        while namesrv.is_none() || broker.is_none() {
+        let mut ha = None;
+        // A master prints its HA address right after its broker address; a slave has none.
+        let slave = opts.contains(&"brokerRole=SLAVE");
+        while namesrv.is_none() || broker.is_none() || (ha.is_none() && !slave) {
             let line = lines
                 .next()
                 .expect("ringmq exited before printing its addresses")
@@ -79,12 +84,15 @@ impl RawBroker {
                 namesrv = Some(a.trim().parse().expect("namesrv addr"));
             } else if let Some(a) = line.strip_prefix("broker listening on ") {
                 broker = Some(a.trim().parse().expect("broker addr"));
+            } else if let Some(a) = line.strip_prefix("ha listening on ") {
+                ha = Some(a.trim().parse().expect("ha addr"));
             }
         }
         RawBroker {
             child,
             namesrv: namesrv.unwrap(),
             broker: broker.unwrap(),
+            ha,
             dir,
         }
     }

@@ -1,0 +1,190 @@
+//! The master's side of classic HA replication (Java's `DefaultHAService` accept loop and
+//! `DefaultHAConnection`): shard 0 listens on the HA port and serves each slave connection
+//! from one task, in the wire format of `protocol::ha`, so a Java slave can follow a ringmq
+//! master.
+//!
+//! A connection waits for the slave's first report, which says where to start: 0 (an empty
+//! slave) means the start of the master's last segment, as in Java; an offset past the
+//! master's end, or one retention has already removed, closes the connection with a warning.
+//! From there it sends the commit log up to its published end, one transfer per segment run of
+//! at most `haTransferBatchSize` bytes, the body by sendfile straight from the segment file (no
+//! user-space copy), and an empty transfer as a heartbeat when idle for
+//! `haSendHeartbeatInterval`. Reports are read between transfers; the newest is the slave's
+//! acknowledged offset. A connection silent for `haHousekeepingInterval` is closed.
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+
+use crate::broker::shard::Shard;
+use crate::protocol::ha::{encode_transfer_header, last_report, REPORT_LEN};
+use crate::runtime;
+use crate::runtime::net::{Listener, Stream};
+
+/// How long an idle connection sleeps before it looks for new bytes and reports again.
+const IDLE_POLL: Duration = Duration::from_millis(1);
+/// How long a connection waits between looks for the slave's first report.
+const FIRST_REPORT_POLL: Duration = Duration::from_millis(10);
+/// Unread report bytes kept at most (Java's master buffers 1 MiB); a slave that floods reports
+/// is cut off.
+const REPORT_BUFFER_MAX: usize = 1 << 20;
+
+/// Shard 0: accepts slave connections on the HA listener while the broker runs.
+pub async fn serve(shard: Rc<Shard>, listener: Listener) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "HA accept failed");
+                runtime::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        if shard.is_stopping() {
+            return;
+        }
+        let peer = stream
+            .peer_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        tracing::info!(slave = %peer, "HA connection from a slave");
+        let s = shard.clone();
+        runtime::spawn(async move {
+            match transfer(&s, stream).await {
+                Ok(()) => tracing::info!(slave = %peer, "HA connection closed"),
+                Err(e) => tracing::warn!(slave = %peer, error = %e, "HA connection closed"),
+            }
+        });
+    }
+}
+
+/// Why a connection ended.
+type Ended = Result<(), String>;
+
+/// The slave's side of the conversation as read so far.
+struct Reports {
+    buf: BytesMut,
+    /// The newest complete report, if any arrived.
+    newest: Option<i64>,
+    last_read: Instant,
+}
+
+impl Reports {
+    /// Takes whatever the socket holds now. `Err` when the slave closed or flooded.
+    fn poll(&mut self, stream: &Stream) -> Ended {
+        loop {
+            match stream.try_read_buf(&mut self.buf, 4096) {
+                None => break,
+                Some(Ok(0)) => return Err("the slave closed the connection".into()),
+                Some(Ok(_)) => {
+                    self.last_read = Instant::now();
+                    if self.buf.len() > REPORT_BUFFER_MAX {
+                        return Err("the slave sent more than reports".into());
+                    }
+                }
+                Some(Err(e)) => return Err(format!("read error: {e}")),
+            }
+        }
+        if let Some((offset, used)) = last_report(&self.buf) {
+            self.newest = Some(offset);
+            let _ = self.buf.split_to(used);
+        }
+        Ok(())
+    }
+}
+
+/// Serves one slave until it goes away, the broker stops, or the slave asks for what cannot be
+/// sent.
+async fn transfer(shard: &Rc<Shard>, mut stream: Stream) -> Ended {
+    let cfg = &shard.ctx.cfg;
+    let segment = cfg.store.mapped_file_size_commit_log;
+    let batch = cfg.ha.transfer_batch_size as u64;
+    let heartbeat = Duration::from_millis(cfg.ha.heartbeat_interval_ms);
+    let housekeeping = Duration::from_millis(cfg.ha.housekeeping_interval_ms);
+    let mut reports = Reports {
+        buf: BytesMut::with_capacity(REPORT_LEN * 16),
+        newest: None,
+        last_read: Instant::now(),
+    };
+    // The first report says where to start.
+    let requested = loop {
+        reports.poll(&stream)?;
+        if let Some(r) = reports.newest {
+            break r;
+        }
+        if shard.is_stopping() {
+            return Ok(());
+        }
+        if reports.last_read.elapsed() > housekeeping {
+            return Err("no report from the slave".into());
+        }
+        runtime::sleep(FIRST_REPORT_POLL).await;
+    };
+    let max = shard.ctx.writer.max_phy_offset();
+    let min = shard.ctx.writer.min_phy_offset();
+    let mut next = match requested {
+        0 => max - max % segment,
+        r if r < 0 || r as u64 > max => {
+            return Err(format!(
+                "the slave reports offset {r}, past this master's end {max}"
+            ))
+        }
+        r => r as u64,
+    };
+    if next < min && next != max {
+        return Err(format!(
+            "the slave asks for offset {next}, below this master's first byte {min} (retention \
+             removed it); the slave needs a fresh store"
+        ));
+    }
+    tracing::info!(
+        from = next,
+        slave_reported = requested,
+        "HA transfer starts"
+    );
+    let mut last_write = Instant::now();
+    loop {
+        if shard.is_stopping() {
+            return Ok(());
+        }
+        reports.poll(&stream)?;
+        if reports.last_read.elapsed() > housekeeping {
+            return Err(format!(
+                "nothing read from the slave for {} ms",
+                housekeeping.as_millis()
+            ));
+        }
+        let max = shard.ctx.writer.max_phy_offset();
+        if next < max {
+            let seg_end = (next / segment + 1) * segment;
+            let len = (max.min(seg_end).min(next + batch) - next) as u32;
+            let range = shard
+                .reader()
+                .locate(next, len)
+                .map_err(|e| format!("cannot read the commit log at {next}+{len}: {e}"))?;
+            stream
+                .write_all_more(&encode_transfer_header(next, len))
+                .await
+                .map_err(|e| format!("write error: {e}"))?;
+            stream
+                .sendfile_all(range.file.as_raw_fd(), range.offset, len as usize, &|| {
+                    range.is_live()
+                })
+                .await
+                .map_err(|e| format!("sendfile error: {e}"))?;
+            next += len as u64;
+            last_write = Instant::now();
+            continue;
+        }
+        if last_write.elapsed() >= heartbeat {
+            stream
+                .write_all(&encode_transfer_header(next, 0))
+                .await
+                .map_err(|e| format!("write error: {e}"))?;
+            last_write = Instant::now();
+        }
+        runtime::sleep(IDLE_POLL).await;
+    }
+}
