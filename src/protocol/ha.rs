@@ -7,6 +7,8 @@
 //! - master to slave, a transfer: a 12-byte header (commit-log offset: i64, body size: i32,
 //!   big-endian) and that many raw commit-log bytes, never crossing a segment; a header with
 //!   size 0 is a heartbeat.
+//!
+//! The protocol's rules, with the Java files they come from: docs/replication.md.
 
 /// Bytes of one report.
 pub const REPORT_LEN: usize = 8;
