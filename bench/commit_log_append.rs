@@ -311,6 +311,7 @@ fn sync_rate_shards(
                         bytes: t.bytes.clone(),
                         body: t.body.clone(),
                         body_at: t.body_at,
+                        replicated: false,
                     };
                     let mut req = AppendRequest {
                         records: vec![rec],

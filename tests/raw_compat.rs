@@ -376,7 +376,7 @@ fn default_broker_ip_and_ignored_keys_warning() {
             "-o",
             "aclEnable=true",
             "-o",
-            "haMasterAddress=10.0.0.1:10912",
+            "enableControllerMode=true",
             "-o",
             "noSuchKey=1",
         ])
@@ -408,7 +408,7 @@ fn default_broker_ip_and_ignored_keys_warning() {
         .find(|l| l.contains("configuration keys ignored"))
         .expect("a warning about ignored keys");
     assert!(
-        warning.contains("not implemented by ringmq: aclEnable, haMasterAddress"),
+        warning.contains("not implemented by ringmq: aclEnable, enableControllerMode"),
         "{warning}"
     );
     assert!(warning.contains("unknown: noSuchKey"), "{warning}");

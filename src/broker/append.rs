@@ -199,6 +199,23 @@ pub async fn append(
                 .into(),
         ));
     }
+    submit(shard, records, wait_flush).await
+}
+
+/// A slave's copies of its master's records (`AppendRecord::replicated`), the one write a
+/// slave makes.
+pub async fn append_replicated(
+    shard: &Rc<Shard>,
+    records: Vec<AppendRecord>,
+) -> Result<AppendOutcome, BrokerError> {
+    submit(shard, records, true).await
+}
+
+async fn submit(
+    shard: &Rc<Shard>,
+    records: Vec<AppendRecord>,
+    wait_flush: bool,
+) -> Result<AppendOutcome, BrokerError> {
     let (tx, rx) = oneshot::channel::<Result<AppendOutcome, crate::store::StoreError>>();
     let req = AppendRequest {
         records,

@@ -16,6 +16,7 @@ pub mod clean;
 pub mod clients;
 pub mod error;
 pub mod ha;
+pub mod ha_client;
 pub mod handler;
 pub mod long_poll;
 pub mod metadata;

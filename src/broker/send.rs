@@ -392,6 +392,7 @@ fn encode_plain(
             bytes: buf.split(),
             body: item.body,
             body_at: body_at as u32,
+            replicated: false,
         });
     }
     Ok((records, uniq_keys))

@@ -317,6 +317,9 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     }
     // The main and fast listeners of a shard share its connection count.
     let shard_connections = Rc::new(Cell::new(0usize));
+    if is_meta && shard.ctx.cfg.ha.broker_role.is_slave() {
+        runtime::spawn(crate::broker::ha_client::follow(shard.clone()));
+    }
     if let Some(l) = p.ha_listener {
         runtime::spawn(crate::broker::ha::serve(
             shard.clone(),

@@ -59,6 +59,8 @@ pub struct HaConfig {
     pub broker_ip2: Option<IpAddr>,
     /// `slaveReadEnable`: a slave serves pulls (otherwise it answers them SYSTEM_BUSY).
     pub slave_read_enable: bool,
+    /// `haMasterAddress`: where a slave finds its master's HA port (`ip:port`).
+    pub ha_master_address: Option<std::net::SocketAddr>,
     /// `haSendHeartbeatInterval` (ms): an idle master sends an empty transfer this often.
     pub heartbeat_interval_ms: u64,
     /// `haHousekeepingInterval` (ms): a connection with nothing read for this long is closed.
@@ -74,6 +76,7 @@ impl Default for HaConfig {
             ha_listen_port: None,
             broker_ip2: None,
             slave_read_enable: false,
+            ha_master_address: None,
             heartbeat_interval_ms: 5_000,
             housekeeping_interval_ms: 20_000,
             transfer_batch_size: 32 << 10,
@@ -112,6 +115,13 @@ impl HaConfig {
                 num::<IpAddr>(key, bare).map(|ip| self.broker_ip2 = Some(ip))
             }
             "slaveReadEnable" => boolean(key, value).map(|v| self.slave_read_enable = v),
+            "haMasterAddress" => match value.trim() {
+                "" => {
+                    self.ha_master_address = None;
+                    Ok(())
+                }
+                v => num::<std::net::SocketAddr>(key, v).map(|a| self.ha_master_address = Some(a)),
+            },
             "haSendHeartbeatInterval" => {
                 positive(key, value).map(|v| self.heartbeat_interval_ms = v)
             }
@@ -151,6 +161,12 @@ impl HaConfig {
                 self.broker_ip2.unwrap_or(broker_ip1).to_string(),
             ),
             ("slaveReadEnable", self.slave_read_enable.to_string()),
+            (
+                "haMasterAddress",
+                self.ha_master_address
+                    .map(|a| a.to_string())
+                    .unwrap_or_default(),
+            ),
             (
                 "haSendHeartbeatInterval",
                 self.heartbeat_interval_ms.to_string(),

@@ -19,7 +19,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "authorizationEnabled",
     "authenticationProvider",
     "authorizationProvider",
-    "haMasterAddress",
     "haMaxGapNotInSync",
     "syncMasterFlushOffsetWhenStartup",
     "enableSlaveActingMaster",
@@ -330,7 +329,7 @@ mod tests {
         assert_eq!(cfg.ignored_keys_warning(), None);
         for (k, v) in [
             ("aclEnable", "true"),
-            ("haMasterAddress", "10.0.0.1:10912"),
+            ("enableControllerMode", "true"),
             ("noSuchKey", "1"),
             ("maxMessageSize", "1024"),
         ] {
@@ -338,7 +337,7 @@ mod tests {
         }
         let w = cfg.ignored_keys_warning().unwrap();
         assert!(
-            w.contains("not implemented by ringmq: aclEnable, haMasterAddress"),
+            w.contains("not implemented by ringmq: aclEnable, enableControllerMode"),
             "{w}"
         );
         assert!(w.contains("unknown: noSuchKey"), "{w}");

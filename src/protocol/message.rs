@@ -267,6 +267,24 @@ pub fn store_timestamp_offset(flag: i32) -> usize {
 
 /// Overwrites queue_offset, phy_offset and store_timestamp of an encoded record in place.
 /// `record` must come from `encode` (an internal invariant, hence the assert).
+/// (queue offset, commit-log offset, store timestamp) of an encoded record, the fields `patch`
+/// writes; `None` when the record is too short to hold them.
+pub fn replica_fields(record: &[u8]) -> Option<(u64, u64, i64)> {
+    let read8 = |at: usize| -> Option<i64> {
+        Some(i64::from_be_bytes(record.get(at..at + 8)?.try_into().ok()?))
+    };
+    let flag = i32::from_be_bytes(
+        record
+            .get(OFF_SYS_FLAG..OFF_SYS_FLAG + 4)?
+            .try_into()
+            .ok()?,
+    );
+    let qo = read8(OFF_QUEUE_OFFSET)?;
+    let phy = read8(OFF_PHY_OFFSET)?;
+    let ts = read8(store_timestamp_offset(flag))?;
+    (qo >= 0 && phy >= 0).then_some((qo as u64, phy as u64, ts))
+}
+
 pub fn patch(record: &mut [u8], queue_offset: i64, phy_offset: i64, store_timestamp: i64) {
     assert!(
         record.len() >= OFF_BORN_HOST + 8 + 8,

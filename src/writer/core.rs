@@ -367,6 +367,21 @@ impl WriterCore {
                     failure = Some(StoreError::Invalid("a record names no topic".into()));
                     break 'write;
                 };
+                // A replicated record keeps the master's queue offset, offset and store time.
+                let replica = if rec.replicated {
+                    match message::replica_fields(&rec.bytes) {
+                        Some(f) => Some(f),
+                        None => {
+                            failure = Some(StoreError::Invalid(
+                                "a replicated record too short for its fixed fields".into(),
+                            ));
+                            break 'write;
+                        }
+                    }
+                } else {
+                    None
+                };
+                let rts = replica.map_or(ts, |(_, _, t)| t);
                 let qo = if rec.dispatch {
                     let next = self
                         .queue_offsets
@@ -375,22 +390,33 @@ impl WriterCore {
                         .entry(rec.queue_id)
                         .or_insert(0);
                     let v = *next;
-                    *next += 1;
+                    let qo = replica.map_or(v, |(q, _, _)| q);
+                    *next = qo + 1;
                     undo.push((ri, ci, v));
-                    v
+                    qo
                 } else {
-                    0
+                    replica.map_or(0, |(q, _, _)| q)
                 };
                 match self.log.place(&rec.bytes, rec.stored_len()) {
                     Ok(phy) => {
-                        message::patch(&mut rec.bytes, qo as i64, phy as i64, ts);
+                        match replica {
+                            Some((_, at, _)) if at != phy => {
+                                failure = Some(StoreError::Invalid(format!(
+                                    "a replicated record of offset {at} would land at {phy}: \
+                                     this commit log does not follow its master's"
+                                )));
+                                break 'write;
+                            }
+                            Some(_) => {}
+                            None => message::patch(&mut rec.bytes, qo as i64, phy as i64, ts),
+                        }
                         phys.push(phy);
                         qos.push(qo);
                         if rec.dispatch {
                             let unit = CqUnit {
                                 phy_offset: phy,
                                 size: rec.stored_len() as u32,
-                                tags_code: rec.tags_code.resolve(ts),
+                                tags_code: rec.tags_code.resolve(rts),
                             };
                             // Producers spread sends over the queues round robin, so the
                             // run this unit continues is often a few runs back: one run (and
@@ -404,7 +430,7 @@ impl WriterCore {
                                     queue_id: rec.queue_id,
                                     first_queue_offset: qo,
                                     units: vec![unit],
-                                    store_timestamp: ts,
+                                    store_timestamp: rts,
                                 });
                             }
                         }

@@ -61,6 +61,10 @@ pub struct AppendRecord {
     pub body: bytes::Bytes,
     /// Where `body` goes inside `bytes` (0 while `body` is empty).
     pub body_at: u32,
+    /// A slave's copy of a master's record: `bytes` already carry the master's queue offset,
+    /// commit-log offset and store time. The writer writes them as they are, takes the queue
+    /// offset from them, and fails the append unless the record lands at the master's offset.
+    pub replicated: bool,
 }
 
 impl AppendRecord {
@@ -82,6 +86,7 @@ impl AppendRecord {
             bytes,
             body: bytes::Bytes::new(),
             body_at: 0,
+            replicated: false,
         }
     }
 

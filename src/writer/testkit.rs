@@ -68,6 +68,7 @@ pub fn record_split(topic: &str, queue_id: u32, body: &[u8], properties: &str) -
         bytes,
         body: bytes::Bytes::copy_from_slice(body),
         body_at: at as u32,
+        replicated: false,
         ..record(topic, queue_id, b"", "")
     }
 }

@@ -389,3 +389,57 @@ fn writer_core_threads_are_pinned_to_it() {
         w.shutdown().unwrap();
     }
 }
+
+/// A slave's writer keeps a replicated record as the master wrote it: same offset, same queue
+/// offset, same store time, so its log is the master's; a record that would land elsewhere (the
+/// slave's log does not follow the master's) is refused and nothing is written.
+#[test]
+fn replicated_records_keep_the_masters_offsets() {
+    let (m_dir, s_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mc, sc) = (cfg(m_dir.path(), 256 << 10), cfg(s_dir.path(), 256 << 10));
+    let master = start(&mc, Box::new(NullDispatcher));
+    let col = CollectingDispatcher::default();
+    let slave = start(&sc, Box::new(col.clone()));
+    let ms = master.clone_sender();
+    append_wait(
+        &ms,
+        vec![record("R", 2, b"first", ""), record("R", 2, b"second", "")],
+        true,
+    )
+    .unwrap();
+    let mut r = CommitLogReader::new(m_dir.path(), mc.mapped_file_size_commit_log);
+    let end = master.max_phy_offset();
+    let log = r.read(0, end as u32).unwrap().to_vec();
+    let first_len = u32::from_be_bytes(log[..4].try_into().unwrap()) as usize;
+    let replica = |bytes: &[u8]| {
+        let mut rec = AppendRecord::whole(
+            Some("R".into()),
+            2,
+            crate::store::TagsCode::Known(0),
+            IndexKeys::None,
+            true,
+            bytes::BytesMut::from(bytes),
+        );
+        rec.replicated = true;
+        rec
+    };
+    // The second record first: it would land at 0, not at its own offset.
+    let ss = slave.clone_sender();
+    assert!(append_wait(&ss, vec![replica(&log[first_len..])], true).is_err());
+    assert_eq!(slave.max_phy_offset(), 0);
+    let out = append_wait(
+        &ss,
+        vec![replica(&log[..first_len]), replica(&log[first_len..])],
+        true,
+    )
+    .unwrap();
+    assert_eq!(out.phy_offsets, vec![0, first_len as u64]);
+    assert_eq!(out.queue_offsets, vec![0, 1]);
+    let mut sr = CommitLogReader::new(s_dir.path(), sc.mapped_file_size_commit_log);
+    assert_eq!(sr.read(0, end as u32).unwrap(), &log[..]);
+    let units = col.0.lock().unwrap().clone();
+    assert_eq!(
+        units.iter().map(|u| u.queue_offset).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+}

@@ -96,6 +96,7 @@ pub fn half_record(shard: &Shard, m: Prepared<'_>) -> Result<(AppendRecord, Stri
         bytes,
         body: m.body.clone(),
         body_at: body_at as u32,
+        replicated: false,
     };
     Ok((record, uniq))
 }

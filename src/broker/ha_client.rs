@@ -1,0 +1,182 @@
+//! A slave's side of classic HA replication (Java's `DefaultHAClient`), on shard 0 of a SLAVE:
+//! it connects to its master's HA port (`haMasterAddress`), reports its commit-log end, and
+//! appends what the master sends at the master's offsets, record by record, through the
+//! writer, so its commit log is the master's and its consume queues and index are built by the
+//! same dispatch as a master's. It reports its new end after every append and every
+//! `haSendHeartbeatInterval`, closes the connection when a transfer does not continue where
+//! it stands or when nothing arrives for `haHousekeepingInterval`, and reconnects after 5 s.
+//!
+//! A transfer may end inside a record: the bytes wait until the record is whole. A segment's
+//! blank end marker and the bytes after it are skipped: the slave's writer closes its own
+//! segment at the same place, with the same rule.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BytesMut};
+
+use crate::broker::append::{append_replicated, index_keys};
+use crate::broker::shard::Shard;
+use crate::protocol::ha::{decode_transfer_header, encode_report, TRANSFER_HEADER_LEN};
+use crate::protocol::message::{self, sys_flag, BLANK_MAGIC, BLANK_MARKER_LEN};
+use crate::protocol::properties;
+use crate::runtime;
+use crate::runtime::net::Stream;
+use crate::store::tags_code;
+use crate::writer::{AppendRecord, IndexKeys};
+
+/// Java's slave waits this long before it connects again.
+const RECONNECT: Duration = Duration::from_secs(5);
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 64 << 10;
+/// The largest transfer accepted (Java's slave reads into a 4 MiB buffer).
+const TRANSFER_MAX: usize = 4 << 20;
+/// How long the connection sleeps when the master has sent nothing new.
+const IDLE_POLL: Duration = Duration::from_millis(1);
+
+/// Shard 0 of a slave: follows the master while the broker runs.
+pub async fn follow(shard: Rc<Shard>) {
+    let Some(master) = shard.ctx.cfg.ha.ha_master_address else {
+        tracing::warn!("brokerRole=SLAVE without haMasterAddress: this slave copies nothing");
+        return;
+    };
+    while !shard.is_stopping() {
+        match session(&shard, master).await {
+            Ok(()) => return,
+            Err(e) => tracing::warn!(%master, error = %e, "HA connection to the master ended"),
+        }
+        runtime::sleep(RECONNECT).await;
+    }
+}
+
+type Ended = Result<(), String>;
+
+/// One connection: report, receive, append, report, until it fails or the broker stops.
+async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
+    let cfg = &shard.ctx.cfg.ha;
+    let heartbeat = Duration::from_millis(cfg.heartbeat_interval_ms);
+    let housekeeping = Duration::from_millis(cfg.housekeeping_interval_ms);
+    let mut stream = Stream::connect(master)
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    // Where the next record goes: this commit log's end.
+    let mut at = shard.ctx.writer.max_phy_offset();
+    stream
+        .write_all(&encode_report(at))
+        .await
+        .map_err(|e| format!("write error: {e}"))?;
+    let mut last_report = Instant::now();
+    tracing::info!(%master, from = at, "HA connection to the master");
+    let mut frames = BytesMut::with_capacity(READ_CHUNK);
+    // Bytes received from `at` on, not yet a whole record.
+    let mut pending = BytesMut::new();
+    let mut first = true;
+    let mut last_read = Instant::now();
+    loop {
+        if shard.is_stopping() {
+            return Ok(());
+        }
+        match stream.try_read_buf(&mut frames, READ_CHUNK) {
+            Some(Ok(0)) => return Err("the master closed the connection".into()),
+            Some(Ok(_)) => last_read = Instant::now(),
+            Some(Err(e)) => return Err(format!("read error: {e}")),
+            None => {
+                if last_read.elapsed() >= housekeeping {
+                    return Err(format!(
+                        "nothing from the master for {} ms",
+                        housekeeping.as_millis()
+                    ));
+                }
+                if last_report.elapsed() >= heartbeat {
+                    stream
+                        .write_all(&encode_report(at))
+                        .await
+                        .map_err(|e| format!("write error: {e}"))?;
+                    last_report = Instant::now();
+                }
+                runtime::sleep(IDLE_POLL).await;
+                continue;
+            }
+        }
+        while let Some((phy, size)) = decode_transfer_header(&frames) {
+            let size = usize::try_from(size)
+                .ok()
+                .filter(|s| *s <= TRANSFER_MAX)
+                .ok_or_else(|| format!("a transfer of {size} bytes"))?;
+            if frames.len() < TRANSFER_HEADER_LEN + size {
+                break;
+            }
+            let expected = at + pending.len() as u64;
+            if phy as u64 != expected {
+                if first && at == 0 && pending.is_empty() && size > 0 {
+                    return Err(format!(
+                        "the master starts this empty slave at {phy}, its last segment; a \
+                         commit log that begins past 0 is not supported yet"
+                    ));
+                }
+                return Err(format!(
+                    "the master sent offset {phy}, this slave stands at {expected}"
+                ));
+            }
+            first = false;
+            frames.advance(TRANSFER_HEADER_LEN);
+            pending.extend_from_slice(&frames[..size]);
+            frames.advance(size);
+        }
+        let (records, used) = whole_records(shard, &pending)?;
+        if used > 0 {
+            if !records.is_empty() {
+                append_replicated(shard, records)
+                    .await
+                    .map_err(|e| format!("append failed: {e}"))?;
+            }
+            pending.advance(used);
+            at += used as u64;
+            stream
+                .write_all(&encode_report(at))
+                .await
+                .map_err(|e| format!("write error: {e}"))?;
+            last_report = Instant::now();
+        }
+    }
+}
+
+/// The whole records at the start of `bytes`, as appends, and the bytes they (and any segment
+/// end they pass) take up.
+fn whole_records(shard: &Shard, bytes: &[u8]) -> Result<(Vec<AppendRecord>, usize), String> {
+    let levels = &shard.ctx.delay_levels;
+    let mut out = Vec::new();
+    let mut used = 0;
+    while bytes.len() - used >= BLANK_MARKER_LEN {
+        let rest = &bytes[used..];
+        let total = u32::from_be_bytes(rest[..4].try_into().unwrap_or_default()) as usize;
+        let magic = u32::from_be_bytes(rest[4..8].try_into().unwrap_or_default());
+        if total < BLANK_MARKER_LEN {
+            return Err(format!("a record of {total} bytes in the master's stream"));
+        }
+        if rest.len() < total {
+            break;
+        }
+        used += total;
+        if magic == BLANK_MAGIC {
+            continue;
+        }
+        let raw = &rest[..total];
+        let r = message::decode(raw, false)
+            .map_err(|e| format!("a record the master sent does not decode: {e}"))?;
+        let tags = tags_code::of_record(r.topic, r.properties, levels);
+        let keys = IndexKeys::Owned(index_keys(&properties::parse(r.properties)));
+        let mut rec = AppendRecord::whole(
+            Some(r.topic.into()),
+            r.queue_id as u32,
+            tags,
+            keys,
+            sys_flag::is_dispatched(r.sys_flag),
+            BytesMut::from(raw),
+        );
+        rec.replicated = true;
+        out.push(rec);
+    }
+    Ok((out, used))
+}
