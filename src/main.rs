@@ -103,14 +103,6 @@ fn broker_config(a: &BrokerArgs) -> Result<BrokerConfig, String> {
     if let Some(w) = cfg.ignored_keys_warning() {
         tracing::warn!("{w}");
     }
-    if cfg.ha.broker_role.is_slave() && cfg.ha.ha_master_address.is_none() {
-        tracing::warn!(
-            "brokerRole=SLAVE without haMasterAddress: this broker registers as brokerId {} and \
-             refuses writes, but copies nothing (learning the master from the name server is \
-             not implemented yet)",
-            cfg.broker_id
-        );
-    }
     Ok(cfg)
 }
 

@@ -1,7 +1,8 @@
 //! A ringmq slave follows a ringmq master over the classic HA protocol: what the master stores
 //! arrives in the slave's commit log at the same offsets, byte for byte, and the slave's own
 //! dispatch builds the same consume queues (GET_MAX_OFFSET per queue matches the master's),
-//! while the slave still refuses sends of its own.
+//! while the slave still refuses sends of its own; the slave finds its master through
+//! `haMasterAddress` or through the name server.
 
 mod raw_support;
 
@@ -42,6 +43,7 @@ fn log_prefix(store: &Path) -> Vec<u8> {
     bytes[..at].to_vec()
 }
 
+/// A slave given `haMasterAddress`.
 #[test]
 fn a_slave_copies_its_master() {
     let master = RawBroker::start(&[]);
@@ -51,6 +53,20 @@ fn a_slave_copies_its_master() {
         "brokerId=1",
         &format!("haMasterAddress={ha}"),
     ]);
+    follows(&master, &slave);
+}
+
+/// A slave without `haMasterAddress` learns it from the name server's answer to its
+/// registration, as Java's slaves do.
+#[test]
+fn a_slave_learns_its_master_from_the_name_server() {
+    let master = RawBroker::start(&[]);
+    let slave = RawBroker::start_broker(master.namesrv, &["brokerRole=SLAVE", "brokerId=1"]);
+    follows(&master, &slave);
+}
+
+/// Sends to the master until the slave holds the same log and queues.
+fn follows(master: &RawBroker, slave: &RawBroker) {
     let mut c = Conn::connect(master.broker);
     for i in 0..300 {
         let body = format!("message {i} {}", "y".repeat(i % 700));

@@ -6,9 +6,8 @@
 
 mod raw_support;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use raw_support::{pull_cmd, send_cmd, Conn, RawBroker};
@@ -16,55 +15,17 @@ use ringmq::protocol::body::{from_json, ClusterInfo};
 use ringmq::protocol::codes::{request_code, response_code};
 use ringmq::protocol::RemotingCommand;
 
-/// A `ringmq broker` child registered with `namesrv`, killed on drop.
-struct Slave {
-    child: Child,
-    addr: SocketAddr,
-    _store: tempfile::TempDir,
-}
-
-impl Drop for Slave {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn broker_cmd(namesrv: SocketAddr, store: &std::path::Path, opts: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringmq"));
     cmd.args(["broker", "--namesrv-addr"])
         .arg(namesrv.to_string())
         .args(["--broker-listen", "127.0.0.1:0", "--store-dir"])
         .arg(store)
-        .args(["-o", "mappedFileSizeCommitLog=16777216"])
         .args(["-o", "brokerIP1=127.0.0.1"]);
     for o in opts {
         cmd.args(["-o", o]);
     }
     cmd
-}
-
-fn start_slave(namesrv: SocketAddr, opts: &[&str]) -> Slave {
-    let store = tempfile::tempdir().unwrap();
-    let mut child = broker_cmd(namesrv, store.path(), opts)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn ringmq broker");
-    let out = child.stdout.take().unwrap();
-    let addr = BufReader::new(out)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.strip_prefix("broker listening on ")
-                .map(|a| a.trim().parse().unwrap())
-        })
-        .expect("the slave printed its address");
-    Slave {
-        child,
-        addr,
-        _store: store,
-    }
 }
 
 /// broker id -> address of group `broker-a`, as the name server has it.
@@ -96,8 +57,8 @@ fn end_cmd() -> RemotingCommand {
 #[test]
 fn slaves_register_and_refuse_writes() {
     let master = RawBroker::start(&[]);
-    let slave = start_slave(master.namesrv, &["brokerRole=SLAVE", "brokerId=1"]);
-    let reader = start_slave(
+    let slave = RawBroker::start_broker(master.namesrv, &["brokerRole=SLAVE", "brokerId=1"]);
+    let reader = RawBroker::start_broker(
         master.namesrv,
         &["brokerRole=SLAVE", "brokerId=2", "slaveReadEnable=true"],
     );
@@ -111,10 +72,10 @@ fn slaves_register_and_refuse_writes() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(addrs.get(&0), Some(&master.broker.to_string()), "{addrs:?}");
-    assert_eq!(addrs.get(&1), Some(&slave.addr.to_string()), "{addrs:?}");
-    assert_eq!(addrs.get(&2), Some(&reader.addr.to_string()), "{addrs:?}");
+    assert_eq!(addrs.get(&1), Some(&slave.broker.to_string()), "{addrs:?}");
+    assert_eq!(addrs.get(&2), Some(&reader.broker.to_string()), "{addrs:?}");
 
-    for addr in [slave.addr, reader.addr] {
+    for addr in [slave.broker, reader.broker] {
         let mut c = Conn::connect(addr);
         let r = c.call(send_cmd("SlaveTopic", 0, b"body", ""));
         assert_eq!(
@@ -131,9 +92,9 @@ fn slaves_register_and_refuse_writes() {
         let r = c.call(end_cmd());
         assert_eq!(r.code, response_code::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
     }
-    let r = Conn::connect(slave.addr).call(pull_cmd("SlaveTopic", 0, 0, 0));
+    let r = Conn::connect(slave.broker).call(pull_cmd("SlaveTopic", 0, 0, 0));
     assert_eq!(r.code, response_code::SYSTEM_BUSY, "{:?}", r.remark);
-    let r = Conn::connect(reader.addr).call(pull_cmd("SlaveTopic", 0, 0, 0));
+    let r = Conn::connect(reader.broker).call(pull_cmd("SlaveTopic", 0, 0, 0));
     assert_ne!(r.code, response_code::SYSTEM_BUSY, "{:?}", r.remark);
 
     let r = Conn::connect(master.broker).call(send_cmd("SlaveTopic", 0, b"body", ""));
@@ -149,9 +110,9 @@ fn slaves_register_and_refuse_writes() {
             master_ha,
         ),
         (
-            slave.addr,
+            slave.broker,
             ["brokerRole=SLAVE", "brokerId=1"],
-            slave.addr.port() + 1,
+            slave.broker.port() + 1,
         ),
     ] {
         let r = Conn::connect(addr).call(RemotingCommand::new_request(

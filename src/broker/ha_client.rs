@@ -1,5 +1,6 @@
 //! A slave's side of classic HA replication (Java's `DefaultHAClient`), on shard 0 of a SLAVE:
-//! it connects to its master's HA port (`haMasterAddress`), reports its commit-log end, and
+//! it connects to its master's HA port (`haMasterAddress`, or the address the name servers
+//! answer its registration with), reports its commit-log end, and
 //! appends what the master sends at the master's offsets, record by record, through the
 //! writer, so its commit log is the master's and its consume queues and index are built by the
 //! same dispatch as a master's. It reports its new end after every append and every
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 
 use crate::broker::append::{append_replicated, index_keys};
+use crate::broker::register::LearnedMaster;
 use crate::broker::shard::Shard;
 use crate::protocol::ha::{decode_transfer_header, encode_report, TRANSFER_HEADER_LEN};
 use crate::protocol::message::{self, sys_flag, BLANK_MAGIC, BLANK_MARKER_LEN};
@@ -35,13 +37,14 @@ const TRANSFER_MAX: usize = 4 << 20;
 /// How long the connection sleeps when the master has sent nothing new.
 const IDLE_POLL: Duration = Duration::from_millis(1);
 
-/// Shard 0 of a slave: follows the master while the broker runs.
-pub async fn follow(shard: Rc<Shard>) {
-    let Some(master) = shard.ctx.cfg.ha.ha_master_address else {
-        tracing::warn!("brokerRole=SLAVE without haMasterAddress: this slave copies nothing");
-        return;
-    };
+/// Shard 0 of a slave: follows the master while the broker runs. The master's HA address is
+/// `haMasterAddress`, or else what the name servers answered the last registration.
+pub async fn follow(shard: Rc<Shard>, learned: LearnedMaster) {
     while !shard.is_stopping() {
+        let Some(master) = shard.ctx.cfg.ha.ha_master_address.or(learned.get()) else {
+            runtime::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
         match session(&shard, master).await {
             Ok(()) => return,
             Err(e) => tracing::warn!(%master, error = %e, "HA connection to the master ended"),

@@ -13,7 +13,9 @@ use crate::broker::metadata::topic_validator;
 use crate::broker::shard::Shard;
 use crate::protocol::body::{self, RegisterBrokerBody, TopicConfigSerializeWrapper};
 use crate::protocol::codes::{request_code, response_code as rc};
-use crate::protocol::headers::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
+use crate::protocol::headers::{
+    RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnregisterBrokerRequestHeader,
+};
 use crate::protocol::RemotingCommand;
 use crate::remoting::client::Client;
 use crate::runtime;
@@ -82,28 +84,50 @@ fn body_crc32(body: &[u8]) -> i32 {
     (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
 }
 
+/// Where a slave's master listens for slaves, as the name servers last answered a registration
+/// (Java's `updateHaMasterAddress` from `RegisterBrokerResult`); shared on shard 0 by the
+/// registration loop (writer) and the slave's HA client (reader).
+pub type LearnedMaster = Rc<std::cell::Cell<Option<SocketAddr>>>;
+
 /// Shard 0's registration loop; never returns while the broker runs.
-pub async fn run(s0: Rc<Shard>) {
+pub async fn run(s0: Rc<Shard>, learned: LearnedMaster) {
     let period = Duration::from_millis(s0.ctx.cfg.register_name_server_period_ms);
     let mut clients: HashMap<SocketAddr, Client> = HashMap::new();
     loop {
         if s0.is_stopping() {
             return;
         }
-        register_all(&s0, &mut clients).await;
+        register_all(&s0, &mut clients, &learned).await;
         let signal = SIGNAL.with(|s| s.borrow().clone());
         let _ = runtime::timeout(period, signal.notified()).await;
         SIGNAL.with(|s| *s.borrow_mut() = Waiter::new());
     }
 }
 
-async fn register_all(s0: &Rc<Shard>, clients: &mut HashMap<SocketAddr, Client>) {
+async fn register_all(
+    s0: &Rc<Shard>,
+    clients: &mut HashMap<SocketAddr, Client>,
+    learned: &LearnedMaster,
+) {
     let mut all_ok = true;
     for addr in s0.ctx.cfg.namesrv_addr.clone() {
         let cmd = register_command(s0);
-        if let Err(e) = invoke(clients, addr, cmd).await {
-            all_ok = false;
-            tracing::warn!(namesrv = %addr, error = %e, "register broker failed");
+        match invoke(clients, addr, cmd).await {
+            Ok(resp) => {
+                let ha = RegisterBrokerResponseHeader::from_command(&resp)
+                    .ok()
+                    .and_then(|h| h.ha_server_addr)
+                    .and_then(|a| a.parse::<SocketAddr>().ok());
+                if let Some(ha) = ha {
+                    if learned.replace(Some(ha)) != Some(ha) {
+                        tracing::info!(namesrv = %addr, master_ha = %ha, "the master's HA address");
+                    }
+                }
+            }
+            Err(e) => {
+                all_ok = false;
+                tracing::warn!(namesrv = %addr, error = %e, "register broker failed");
+            }
         }
     }
     if all_ok {
@@ -117,7 +141,7 @@ async fn invoke(
     clients: &mut HashMap<SocketAddr, Client>,
     addr: SocketAddr,
     cmd: RemotingCommand,
-) -> Result<(), String> {
+) -> Result<RemotingCommand, String> {
     let client = match clients.entry(addr) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(v) => v.insert(
@@ -127,7 +151,7 @@ async fn invoke(
         ),
     };
     match client.invoke(cmd, RPC_TIMEOUT).await {
-        Ok(resp) if resp.code == rc::SUCCESS => Ok(()),
+        Ok(resp) if resp.code == rc::SUCCESS => Ok(resp),
         Ok(resp) => Err(format!(
             "name server answered {}: {}",
             resp.code,

@@ -311,15 +311,19 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     crate::broker::clean::start(&shard);
     if is_meta {
         topic_manager::topics_changed(&shard);
-        runtime::spawn(register::run(shard.clone()));
+        let learned: register::LearnedMaster = Rc::default();
+        if shard.ctx.cfg.ha.broker_role.is_slave() {
+            runtime::spawn(crate::broker::ha_client::follow(
+                shard.clone(),
+                learned.clone(),
+            ));
+        }
+        runtime::spawn(register::run(shard.clone(), learned));
         runtime::spawn(crate::broker::runtime_info::run_sampler(shard.clone()));
         runtime::spawn(periodic_meta(shard.clone()));
     }
     // The main and fast listeners of a shard share its connection count.
     let shard_connections = Rc::new(Cell::new(0usize));
-    if is_meta && shard.ctx.cfg.ha.broker_role.is_slave() {
-        runtime::spawn(crate::broker::ha_client::follow(shard.clone()));
-    }
     if let Some(l) = p.ha_listener {
         runtime::spawn(crate::broker::ha::serve(
             shard.clone(),

@@ -40,20 +40,33 @@ impl RawBroker {
         Self::spawn(dir, opts, Stdio::from(file))
     }
 
+    /// `ringmq broker` alone, registered with the name server at `namesrv` (a slave beside a
+    /// `serve` master, say).
+    pub fn start_broker(namesrv: SocketAddr, opts: &[&str]) -> RawBroker {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Self::spawn_with(Some(namesrv), dir, opts, Stdio::null())
+    }
+
     fn spawn(dir: tempfile::TempDir, opts: &[&str], stderr: Stdio) -> RawBroker {
+        Self::spawn_with(None, dir, opts, stderr)
+    }
+
+    fn spawn_with(
+        namesrv_of: Option<SocketAddr>,
+        dir: tempfile::TempDir,
+        opts: &[&str],
+        stderr: Stdio,
+    ) -> RawBroker {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringmq"));
-        cmd.args([
-            "serve",
-            "--namesrv-listen",
-            "127.0.0.1:0",
-            "--broker-listen",
-            "127.0.0.1:0",
-            "--store-dir",
-        ])
-        .arg(dir.path())
-        .args(["-o", "mappedFileSizeCommitLog=16777216"])
-        // Routes and msg ids must name the loopback listener (the default is the host's address).
-        .args(["-o", "brokerIP1=127.0.0.1"]);
+        match namesrv_of {
+            None => cmd.args(["serve", "--namesrv-listen", "127.0.0.1:0"]),
+            Some(ns) => cmd.args(["broker", "--namesrv-addr", &ns.to_string()]),
+        };
+        cmd.args(["--broker-listen", "127.0.0.1:0", "--store-dir"])
+            .arg(dir.path())
+            .args(["-o", "mappedFileSizeCommitLog=16777216"])
+            // Routes and msg ids must name the loopback listener (the default is the host's address).
+            .args(["-o", "brokerIP1=127.0.0.1"]);
         // As the client harness (tests/common): the whole suite can run under SYNC_FLUSH.
         if let Ok(flush) = std::env::var("RINGMQ_TEST_FLUSH_DISK_TYPE") {
             if !flush.is_empty() {
@@ -70,7 +83,7 @@ impl RawBroker {
             .expect("spawn ringmq");
         let out = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(out).lines();
-        let mut namesrv = None;
+        let mut namesrv = namesrv_of;
         let mut broker = None;
         let mut ha = None;
         // A master prints its HA address right after its broker address; a slave has none.
