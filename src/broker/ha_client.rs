@@ -127,14 +127,13 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
             pending.extend_from_slice(&frames[..size]);
             frames.advance(size);
         }
-        let (records, used) = whole_records(shard, &pending)?;
+        let (records, used) = whole_records(shard, &mut pending)?;
         if used > 0 {
             if !records.is_empty() {
                 append_replicated(shard, records)
                     .await
                     .map_err(|e| format!("append failed: {e}"))?;
             }
-            pending.advance(used);
             at += used as u64;
             stream
                 .write_all(&encode_report(at))
@@ -145,39 +144,40 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
     }
 }
 
-/// The whole records at the start of `bytes`, as appends, and the bytes they (and any segment
-/// end they pass) take up.
-fn whole_records(shard: &Shard, bytes: &[u8]) -> Result<(Vec<AppendRecord>, usize), String> {
+/// Takes the whole records off the front of `pending`, as appends that own their bytes (split
+/// off the buffer, not copied), and returns the bytes they (and any segment end they pass)
+/// took up.
+fn whole_records(
+    shard: &Shard,
+    pending: &mut BytesMut,
+) -> Result<(Vec<AppendRecord>, usize), String> {
     let levels = &shard.ctx.delay_levels;
     let mut out = Vec::new();
     let mut used = 0;
-    while bytes.len() - used >= BLANK_MARKER_LEN {
-        let rest = &bytes[used..];
-        let total = u32::from_be_bytes(rest[..4].try_into().unwrap_or_default()) as usize;
-        let magic = u32::from_be_bytes(rest[4..8].try_into().unwrap_or_default());
+    while pending.len() >= BLANK_MARKER_LEN {
+        let total = u32::from_be_bytes(pending[..4].try_into().unwrap_or_default()) as usize;
+        let magic = u32::from_be_bytes(pending[4..8].try_into().unwrap_or_default());
         if total < BLANK_MARKER_LEN {
             return Err(format!("a record of {total} bytes in the master's stream"));
         }
-        if rest.len() < total {
+        if pending.len() < total {
             break;
         }
         used += total;
+        let raw = pending.split_to(total);
         if magic == BLANK_MAGIC {
             continue;
         }
-        let raw = &rest[..total];
-        let r = message::decode(raw, false)
+        let r = message::decode(&raw, false)
             .map_err(|e| format!("a record the master sent does not decode: {e}"))?;
         let tags = tags_code::of_record(r.topic, r.properties, levels);
         let keys = IndexKeys::Owned(index_keys(&properties::parse(r.properties)));
-        let mut rec = AppendRecord::whole(
-            Some(r.topic.into()),
+        let (topic, queue_id, dispatch) = (
+            r.topic.into(),
             r.queue_id as u32,
-            tags,
-            keys,
             sys_flag::is_dispatched(r.sys_flag),
-            BytesMut::from(raw),
         );
+        let mut rec = AppendRecord::whole(Some(topic), queue_id, tags, keys, dispatch, raw);
         rec.replicated = true;
         out.push(rec);
     }

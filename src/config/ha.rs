@@ -9,7 +9,7 @@
 
 use std::net::IpAddr;
 
-use super::{boolean, invalid, num, ConfigError};
+use super::{boolean, invalid, num, positive, ConfigError};
 
 /// `brokerRole` (Java's `BrokerRole`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -190,13 +190,6 @@ impl HaConfig {
             ));
         }
         Ok(())
-    }
-}
-
-fn positive(key: &str, value: &str) -> Result<u64, ConfigError> {
-    match num::<u64>(key, value)? {
-        0 => Err(invalid(key, value, "must be positive")),
-        v => Ok(v),
     }
 }
 

@@ -154,6 +154,14 @@ where
     value.parse::<T>().map_err(|e| invalid(key, value, e))
 }
 
+/// A number above 0.
+fn positive(key: &str, value: &str) -> Result<u64, ConfigError> {
+    match num::<u64>(key, value)? {
+        0 => Err(invalid(key, value, "must be positive")),
+        v => Ok(v),
+    }
+}
+
 fn boolean(key: &str, value: &str) -> Result<bool, ConfigError> {
     match value.to_ascii_lowercase().as_str() {
         "true" => Ok(true),

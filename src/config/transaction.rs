@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{boolean, invalid, num, ConfigError};
+use super::{boolean, invalid, num, positive, ConfigError};
 
 /// The most checks a half message may be given (a larger value is a typo, not a policy).
 const CHECK_MAX_CEILING: i32 = 10_000;
@@ -84,14 +84,6 @@ impl TransactionConfig {
     pub fn check_interval(&self) -> Duration {
         Duration::from_millis(self.check_interval_ms)
     }
-}
-
-fn positive(key: &str, value: &str) -> Result<u64, ConfigError> {
-    let v: u64 = num(key, value)?;
-    if v == 0 {
-        return Err(invalid(key, value, "must be positive"));
-    }
-    Ok(v)
 }
 
 #[cfg(test)]
