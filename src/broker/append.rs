@@ -9,6 +9,7 @@ use std::rc::Rc;
 use bytes::BytesMut;
 
 use crate::broker::error::BrokerError;
+use crate::broker::ha;
 use crate::broker::metadata::topic_validator::{SCHEDULE_TOPIC, TIMER_TOPIC};
 use crate::broker::shard::Shard;
 use crate::broker::timer::state::{requested_delivery, TIMER_QUEUE};
@@ -16,7 +17,7 @@ use crate::common::now_ms;
 use crate::protocol::message::{self, MessageToStore};
 use crate::protocol::properties::{self, keys};
 use crate::store::tags_code;
-use crate::writer::{AppendOutcome, AppendRecord, AppendRequest, IndexKeys};
+use crate::writer::{AppendOutcome, AppendRecord, AppendRequest, AppendStatus, IndexKeys};
 
 /// Keys indexed for QUERY_MESSAGE: each space-separated KEYS entry plus UNIQ_KEY.
 pub fn index_keys(props: &[(String, String)]) -> Vec<String> {
@@ -188,6 +189,9 @@ pub async fn reappend_to_real_topic(
 
 /// Hands records to the writer (never blocking) and waits for its reply. The writer is woken
 /// once per burst of appends on this shard (`Shard::wake_writer_soon`), not once per request.
+/// On a SYNC_MASTER that waits for slaves, a waited-for append (`wait_flush`, a message's
+/// WAIT property) is answered once enough slaves hold it, or with FlushSlaveTimeout (stored
+/// all the same).
 pub async fn append(
     shard: &Rc<Shard>,
     records: Vec<AppendRecord>,
@@ -199,7 +203,16 @@ pub async fn append(
                 .into(),
         ));
     }
-    submit(shard, records, wait_flush).await
+    let last_len = records.last().map_or(0, |r| r.stored_len() as u64);
+    let mut outcome = submit(shard, records, wait_flush).await?;
+    if wait_flush && shard.ctx.cfg.ha.needs_slave_acks() {
+        if let Some(&phy) = outcome.phy_offsets.last() {
+            if !ha::wait_for_slaves(shard, phy + last_len).await {
+                outcome.status = AppendStatus::FlushSlaveTimeout;
+            }
+        }
+    }
+    Ok(outcome)
 }
 
 /// A slave's copies of its master's records (`AppendRecord::replicated`), the one write a

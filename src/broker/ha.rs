@@ -10,22 +10,27 @@
 //! at most `haTransferBatchSize` bytes, the body by sendfile straight from the segment file (no
 //! user-space copy), and an empty transfer as a heartbeat when idle for
 //! `haSendHeartbeatInterval`. Reports are read between transfers; the newest is the slave's
-//! acknowledged offset. A connection silent for `haHousekeepingInterval` is closed.
+//! acknowledged offset, which SYNC_MASTER sends wait for ([`group_transfer`]); a report past
+//! what the master has is refused (a peer cannot make a send look replicated). A connection
+//! silent for `haHousekeepingInterval` is closed. An idle connection sleeps until the writer
+//! publishes more of the commit log or the slave reports, not on a timer.
 
+use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 
+use crate::broker::group_transfer::{GroupCommitRequest, MAX_SLAVES};
 use crate::broker::shard::Shard;
 use crate::protocol::ha::{encode_transfer_header, last_report, REPORT_LEN};
 use crate::runtime;
 use crate::runtime::net::{Listener, Stream};
-
-/// How long an idle connection sleeps before it looks for new bytes and reports again.
-const IDLE_POLL: Duration = Duration::from_millis(1);
+use crate::writer::WriterSender;
 /// How long a connection waits between looks for the slave's first report.
 const FIRST_REPORT_POLL: Duration = Duration::from_millis(10);
 /// Unread report bytes kept at most (Java's master buffers 1 MiB); a slave that floods reports
@@ -34,6 +39,8 @@ const REPORT_BUFFER_MAX: usize = 1 << 20;
 
 /// Shard 0: accepts slave connections on the HA listener while the broker runs.
 pub async fn serve(shard: Rc<Shard>, listener: Listener) {
+    let watch = Rc::new(PublishWatch::default());
+    runtime::spawn(publish_hub(shard.clone(), watch.clone()));
     loop {
         let stream = match listener.accept().await {
             Ok(s) => s,
@@ -51,12 +58,74 @@ pub async fn serve(shard: Rc<Shard>, listener: Listener) {
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         tracing::info!(slave = %peer, "HA connection from a slave");
         let s = shard.clone();
+        let w = watch.clone();
         runtime::spawn(async move {
-            match transfer(&s, stream).await {
+            match transfer(&s, stream, &w).await {
                 Ok(()) => tracing::info!(slave = %peer, "HA connection closed"),
                 Err(e) => tracing::warn!(slave = %peer, error = %e, "HA connection closed"),
             }
         });
+    }
+}
+
+/// Shard 0's HA connections waiting for the writer to publish more of the commit log. The
+/// writer wakes one waker per publish; [`publish_hub`] passes that on to every waiting
+/// connection, and registers with the writer only while one waits.
+#[derive(Default)]
+struct PublishWatch {
+    waiting: RefCell<Vec<Waker>>,
+    /// The hub, parked while no connection waits.
+    hub: Cell<Option<Waker>>,
+}
+
+impl PublishWatch {
+    /// Ready once the published end of the commit log is past `offset`.
+    fn past<'a>(&'a self, writer: &'a WriterSender, offset: u64) -> impl Future<Output = ()> + 'a {
+        poll_fn(move |cx| {
+            if writer.max_phy_offset() > offset {
+                return Poll::Ready(());
+            }
+            let mut waiting = self.waiting.borrow_mut();
+            if !waiting.iter().any(|w| w.will_wake(cx.waker())) {
+                waiting.push(cx.waker().clone());
+            }
+            drop(waiting);
+            if let Some(hub) = self.hub.take() {
+                hub.wake();
+            }
+            Poll::Pending
+        })
+    }
+}
+
+/// Wakes the waiting connections after every publish of the writer.
+async fn publish_hub(shard: Rc<Shard>, watch: Rc<PublishWatch>) {
+    let writer = &shard.ctx.writer;
+    let mut seen = writer.max_phy_offset();
+    loop {
+        poll_fn(|cx| {
+            if watch.waiting.borrow().is_empty() {
+                watch.hub.set(Some(cx.waker().clone()));
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        })
+        .await;
+        poll_fn(|cx| {
+            writer.wake_on_publish(cx.waker());
+            let now = writer.max_phy_offset();
+            if now != seen {
+                seen = now;
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        for w in watch.waiting.take() {
+            w.wake();
+        }
     }
 }
 
@@ -97,7 +166,7 @@ impl Reports {
 
 /// Serves one slave until it goes away, the broker stops, or the slave asks for what cannot be
 /// sent.
-async fn transfer(shard: &Rc<Shard>, mut stream: Stream) -> Ended {
+async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -> Ended {
     let cfg = &shard.ctx.cfg;
     let segment = cfg.store.mapped_file_size_commit_log;
     let batch = cfg.ha.transfer_batch_size as u64;
@@ -139,6 +208,12 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream) -> Ended {
              removed it); the slave needs a fresh store"
         ));
     }
+    let slot = shard
+        .ctx
+        .slave_acks
+        .attach()
+        .ok_or_else(|| format!("this master already serves {MAX_SLAVES} slaves"))?;
+    slot.ack(requested as u64);
     tracing::info!(
         from = next,
         slave_reported = requested,
@@ -150,13 +225,22 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream) -> Ended {
             return Ok(());
         }
         reports.poll(&stream)?;
-        if reports.last_read.elapsed() > housekeeping {
+        let max = shard.ctx.writer.max_phy_offset();
+        if let Some(acked) = reports.newest.take() {
+            if acked < 0 || acked as u64 > max {
+                return Err(format!(
+                    "the slave reports offset {acked}, past this master's end {max}"
+                ));
+            }
+            slot.ack(acked as u64);
+        }
+        let quiet = reports.last_read.elapsed();
+        if quiet > housekeeping {
             return Err(format!(
                 "nothing read from the slave for {} ms",
                 housekeeping.as_millis()
             ));
         }
-        let max = shard.ctx.writer.max_phy_offset();
         if next < max {
             let seg_end = (next / segment + 1) * segment;
             let len = (max.min(seg_end).min(next + batch) - next) as u32;
@@ -185,6 +269,64 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream) -> Ended {
                 .map_err(|e| format!("write error: {e}"))?;
             last_write = Instant::now();
         }
-        runtime::sleep(IDLE_POLL).await;
+        // Sleep until the slave reports, the writer publishes past `next`, or a heartbeat or
+        // the housekeeping deadline is due.
+        let due = heartbeat
+            .saturating_sub(last_write.elapsed())
+            .min(housekeeping.saturating_sub(quiet))
+            .max(Duration::from_millis(1));
+        let woken = futures_lite::future::or(
+            async {
+                // An error shows in the next `poll`.
+                let _ = stream.readable().await;
+            },
+            watch.past(&shard.ctx.writer, next),
+        );
+        let _ = runtime::timeout(due, woken).await;
     }
+}
+
+/// Shard `i` of a SYNC_MASTER that waits for slaves: answers its waiting sends as the slaves'
+/// acknowledgements cover them (one report answers every send it covers), or
+/// FLUSH_SLAVE_TIMEOUT once `slaveTimeout` passed.
+pub async fn group_transfer(shard: Rc<Shard>) {
+    let slaves = shard.ctx.cfg.ha.in_sync_replicas.saturating_sub(1);
+    let acks = &shard.ctx.slave_acks;
+    let requests = shard.group_transfer();
+    while !shard.is_stopping() {
+        let earliest = requests.resolve(acks.covered(slaves), Instant::now());
+        let woken = poll_fn(|cx| {
+            let moved = acks.register(shard.id, cx.waker());
+            let pushed = requests.register(cx.waker());
+            if moved || pushed {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        });
+        match earliest {
+            Some(at) => {
+                let left = at.saturating_duration_since(Instant::now());
+                let _ = runtime::timeout(left, woken).await;
+            }
+            None => woken.await,
+        }
+    }
+}
+
+/// Waits until `inSyncReplicas` copies (the master's included) hold the commit log up to
+/// `next_offset`, or `slaveTimeout`: false then. Answers at once when the slaves already do.
+pub async fn wait_for_slaves(shard: &Shard, next_offset: u64) -> bool {
+    let ha = &shard.ctx.cfg.ha;
+    let slaves = ha.in_sync_replicas.saturating_sub(1);
+    if shard.ctx.slave_acks.covered(slaves) >= next_offset {
+        return true;
+    }
+    let (done, answer) = oneshot::channel();
+    shard.group_transfer().push(GroupCommitRequest {
+        next_offset,
+        deadline: Instant::now() + Duration::from_millis(ha.slave_timeout_ms),
+        done,
+    });
+    answer.await.unwrap_or(false)
 }

@@ -34,8 +34,6 @@ const RECONNECT: Duration = Duration::from_secs(5);
 const READ_CHUNK: usize = 64 << 10;
 /// The largest transfer accepted (Java's slave reads into a 4 MiB buffer).
 const TRANSFER_MAX: usize = 4 << 20;
-/// How long the connection sleeps when the master has sent nothing new.
-const IDLE_POLL: Duration = Duration::from_millis(1);
 
 /// Shard 0 of a slave: follows the master while the broker runs. The master's HA address is
 /// `haMasterAddress`, or else what the name servers answered the last registration.
@@ -98,7 +96,13 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
                         .map_err(|e| format!("write error: {e}"))?;
                     last_report = Instant::now();
                 }
-                runtime::sleep(IDLE_POLL).await;
+                // Sleep until the master sends, or a report or the housekeeping check is due.
+                let due = heartbeat
+                    .saturating_sub(last_report.elapsed())
+                    .min(housekeeping.saturating_sub(last_read.elapsed()))
+                    .max(Duration::from_millis(1));
+                // An error shows in the next read.
+                let _ = runtime::timeout(due, stream.readable()).await;
                 continue;
             }
         }

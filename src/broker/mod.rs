@@ -15,6 +15,7 @@ pub mod broker2client;
 pub mod clean;
 pub mod clients;
 pub mod error;
+pub mod group_transfer;
 pub mod ha;
 pub mod ha_client;
 pub mod handler;

@@ -214,6 +214,7 @@ async fn send_inner(
     let code = match outcome.status {
         AppendStatus::PutOk => rc::SUCCESS,
         AppendStatus::FlushDiskTimeout => rc::FLUSH_DISK_TIMEOUT,
+        AppendStatus::FlushSlaveTimeout => rc::FLUSH_SLAVE_TIMEOUT,
     };
     let mut msg_id = String::new();
     push_offset_msg_ids(&mut msg_id, ctx.store_host, &outcome.phy_offsets);

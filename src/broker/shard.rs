@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::broker::group_transfer::{GroupTransfer, SlaveAcks};
 use crate::broker::long_poll::Waiter;
 use crate::broker::metadata::topic_validator::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use crate::broker::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
@@ -61,6 +62,8 @@ pub struct BrokerContext {
     pub ha_addr: Option<SocketAddr>,
     /// Put and get counters, one set per shard (`broker::stats`).
     pub stats: BrokerStats,
+    /// How far each connected slave has acknowledged (a master's; SYNC_MASTER sends wait on it).
+    pub slave_acks: Arc<SlaveAcks>,
 }
 
 /// A queue owned by this shard.
@@ -125,6 +128,8 @@ pub struct Shard {
     last_dispatch_ts: Cell<i64>,
     /// A task that wakes the writer is queued (`wake_writer_soon`).
     writer_wake_queued: Cell<bool>,
+    /// SYNC_MASTER: this shard's sends waiting for slaves.
+    group_transfer: GroupTransfer,
 }
 
 impl Shard {
@@ -180,8 +185,14 @@ impl Shard {
             paused: Cell::new(false),
             last_dispatch_ts: Cell::new(0),
             writer_wake_queued: Cell::new(false),
+            group_transfer: GroupTransfer::default(),
             ctx,
         }
+    }
+
+    /// This shard's sends waiting for slaves (SYNC_MASTER).
+    pub fn group_transfer(&self) -> &GroupTransfer {
+        &self.group_transfer
     }
 
     /// Wakes the writer after the tasks already runnable on this shard have run: a read that

@@ -201,6 +201,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         shard_count: n,
         started_ms: now_ms(),
         stats: crate::broker::stats::BrokerStats::new(n),
+        slave_acks: Arc::new(crate::broker::group_transfer::SlaveAcks::new(n)),
         ha_addr,
         cfg: cfg.clone(),
     });
@@ -307,6 +308,9 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         schedule::start(&shard);
         timer::start(&shard, p.timer_progress);
         crate::broker::transaction::start(&shard);
+    }
+    if shard.ctx.cfg.ha.needs_slave_acks() {
+        runtime::spawn(crate::broker::ha::group_transfer(shard.clone()));
     }
     crate::broker::clean::start(&shard);
     if is_meta {

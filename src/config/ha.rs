@@ -17,7 +17,7 @@ pub enum BrokerRole {
     /// Answers a send once it is stored here; slaves follow as they can.
     #[default]
     AsyncMaster,
-    /// Answers a send once `inSyncReplicas` copies hold it.
+    /// Answers a send once `inSyncReplicas` copies hold it (the master's included).
     SyncMaster,
     /// Follows a master; takes no writes.
     Slave,
@@ -67,6 +67,12 @@ pub struct HaConfig {
     pub housekeeping_interval_ms: u64,
     /// `haTransferBatchSize` (bytes): the largest transfer body.
     pub transfer_batch_size: usize,
+    /// `inSyncReplicas`: copies a SYNC_MASTER's send waits for, the master's own included
+    /// (RocketMQ 5's meaning: 1, the default, waits for no slave).
+    pub in_sync_replicas: usize,
+    /// `slaveTimeout` (ms): how long a SYNC_MASTER's send waits for its copies before it is
+    /// answered FLUSH_SLAVE_TIMEOUT.
+    pub slave_timeout_ms: u64,
 }
 
 impl Default for HaConfig {
@@ -80,6 +86,8 @@ impl Default for HaConfig {
             heartbeat_interval_ms: 5_000,
             housekeeping_interval_ms: 20_000,
             transfer_batch_size: 32 << 10,
+            in_sync_replicas: 1,
+            slave_timeout_ms: 3_000,
         }
     }
 }
@@ -140,9 +148,16 @@ impl HaConfig {
                     ))
                 }
             }),
+            "inSyncReplicas" => positive(key, value).map(|v| self.in_sync_replicas = v as usize),
+            "slaveTimeout" => positive(key, value).map(|v| self.slave_timeout_ms = v),
             _ => return None,
         };
         Some(r)
+    }
+
+    /// Whether sends wait for slaves: a SYNC_MASTER with `inSyncReplicas` above 1.
+    pub fn needs_slave_acks(&self) -> bool {
+        self.broker_role == BrokerRole::SyncMaster && self.in_sync_replicas > 1
     }
 
     /// The HA port: `haListenPort`, or the broker's listen port + 1.
@@ -176,6 +191,8 @@ impl HaConfig {
                 self.housekeeping_interval_ms.to_string(),
             ),
             ("haTransferBatchSize", self.transfer_batch_size.to_string()),
+            ("inSyncReplicas", self.in_sync_replicas.to_string()),
+            ("slaveTimeout", self.slave_timeout_ms.to_string()),
         ]
     }
 
@@ -217,6 +234,9 @@ mod tests {
         assert!(h.set("haTransferBatchSize", "5000000").unwrap().is_err());
         assert!(h.set("haSendHeartbeatInterval", "0").unwrap().is_err());
         assert!(h.set("haHousekeepingInterval", "1000").unwrap().is_ok());
+        assert!(h.set("inSyncReplicas", "0").unwrap().is_err());
+        assert!(h.set("inSyncReplicas", "2").unwrap().is_ok());
+        assert!(h.set("slaveTimeout", "-1").unwrap().is_err());
         assert!(h.set("brokerName", "x").is_none());
     }
 

@@ -130,6 +130,17 @@ impl Stream {
         }
     }
 
+    /// Waits until the socket has bytes to read (or the peer closed it, or failed), without
+    /// taking any: the wait can be dropped at any point and loses nothing.
+    pub async fn readable(&self) -> io::Result<()> {
+        let mut probe = [0u8; 1];
+        self.inner
+            .peek(&mut probe)
+            .await
+            .map(|_| ())
+            .map_err(io::Error::from)
+    }
+
     pub async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         self.inner.write_all(buf).await
     }

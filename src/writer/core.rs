@@ -492,9 +492,7 @@ impl WriterCore {
         let Completion::Inline(dispatcher) = &mut self.completion else {
             unreachable!("called in ASYNC_FLUSH mode only");
         };
-        self.published
-            .max_phy
-            .store(self.log.max_phy_offset(), Ordering::Release);
+        self.published.publish(self.log.max_phy_offset());
         if !w.units.is_empty() {
             dispatcher.dispatch(w.units);
         }

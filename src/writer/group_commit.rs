@@ -270,7 +270,7 @@ impl Committer {
         self.record_stats(&group, bytes, synced);
         self.state.flushed_phy.store(upto, Ordering::Release);
         self.state.flushed_timestamp.store(ts, Ordering::Release);
-        self.published.max_phy.store(upto, Ordering::Release);
+        self.published.publish(upto);
         let now = Instant::now();
         let mut units = Vec::new();
         let mut waiters = Vec::with_capacity(group.iter().map(|r| r.waiters.len()).sum());

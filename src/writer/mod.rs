@@ -158,6 +158,9 @@ impl IndexKeys {
 pub enum AppendStatus {
     PutOk,
     FlushDiskTimeout,
+    /// Stored here, but a SYNC_MASTER's slaves did not acknowledge it within `slaveTimeout`
+    /// (set by the broker's wait for slaves, never by the writer).
+    FlushSlaveTimeout,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -305,9 +308,19 @@ enum Msg {
 #[derive(Debug, Default)]
 struct Published {
     max_phy: AtomicU64,
+    /// Woken after every publish of `max_phy` (a master's HA connections wait on it).
+    on_publish: atomic_waker::AtomicWaker,
     /// Shared with every shard's `CommitLogReader`, which refuses ranges below it.
     min_phy: Arc<AtomicU64>,
     writable: AtomicBool,
+}
+
+impl Published {
+    /// Makes the commit log up to `upto` visible to readers, then wakes whoever waits for it.
+    fn publish(&self, upto: u64) {
+        self.max_phy.store(upto, Ordering::Release);
+        self.on_publish.wake();
+    }
 }
 
 /// Cheap Clone + Send handle for shards.
@@ -364,6 +377,11 @@ impl WriterSender {
     /// The published end of the commit log.
     pub fn max_phy_offset(&self) -> u64 {
         self.published.max_phy.load(Ordering::Acquire)
+    }
+    /// Has `waker` woken at the next publish of the commit log's end (one waker at a time: a
+    /// later registration replaces the earlier; register again after every wake).
+    pub fn wake_on_publish(&self, waker: &std::task::Waker) {
+        self.published.on_publish.register(waker);
     }
     /// The first byte still in the commit log (retention moves it).
     pub fn min_phy_offset(&self) -> u64 {

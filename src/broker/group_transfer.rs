@@ -1,0 +1,232 @@
+//! What a SYNC_MASTER's sends wait for (Java's `GroupTransferService` with RocketMQ 5's
+//! `inSyncReplicas`, which counts the master): how far each connected slave has acknowledged
+//! ([`SlaveAcks`], written by the HA connections on shard 0 and read by every shard), and each
+//! shard's sends waiting for enough copies ([`GroupTransfer`], owned by that shard).
+//!
+//! The wait is a group commit: one report from a slave answers every waiting send it covers,
+//! and a shard's waiting sends are resolved by one task (`ha::group_transfer`), not one timer or
+//! thread per send. A send that `slaveTimeout` passes without enough copies is answered
+//! FLUSH_SLAVE_TIMEOUT: it is stored on the master all the same, as in Java.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::Instant;
+
+use atomic_waker::AtomicWaker;
+
+/// Slaves a master serves at once; a connection past this is refused.
+pub const MAX_SLAVES: usize = 16;
+/// A free slot.
+const NO_SLAVE: u64 = u64::MAX;
+
+/// The acknowledged offset of each connected slave, and a wake-up per shard for when one
+/// moves.
+pub struct SlaveAcks {
+    acked: [AtomicU64; MAX_SLAVES],
+    /// Per shard: its `group_transfer` task, and whether an ack moved since it last looked.
+    shards: Vec<(AtomicWaker, AtomicBool)>,
+}
+
+impl SlaveAcks {
+    pub fn new(shards: usize) -> SlaveAcks {
+        SlaveAcks {
+            acked: std::array::from_fn(|_| AtomicU64::new(NO_SLAVE)),
+            shards: (0..shards.max(1))
+                .map(|_| (AtomicWaker::new(), AtomicBool::new(false)))
+                .collect(),
+        }
+    }
+
+    /// A slot for a new slave connection, acknowledging nothing yet; `None` when
+    /// [`MAX_SLAVES`] are connected.
+    pub fn attach(self: &Arc<Self>) -> Option<SlaveSlot> {
+        (0..MAX_SLAVES).find_map(|i| {
+            self.acked[i]
+                .compare_exchange(NO_SLAVE, 0, Ordering::AcqRel, Ordering::Acquire)
+                .ok()
+                .map(|_| SlaveSlot {
+                    acks: self.clone(),
+                    index: i,
+                })
+        })
+    }
+
+    /// The acknowledged offsets of the connected slaves.
+    pub fn acked(&self) -> impl Iterator<Item = u64> + '_ {
+        self.acked
+            .iter()
+            .map(|a| a.load(Ordering::Acquire))
+            .filter(|a| *a != NO_SLAVE)
+    }
+
+    /// The highest offset that at least `slaves` connected slaves have acknowledged (the
+    /// `slaves`-th largest acknowledgement); 0 when fewer are connected.
+    pub fn covered(&self, slaves: usize) -> u64 {
+        if slaves == 0 {
+            return u64::MAX;
+        }
+        let mut top = [0u64; MAX_SLAVES];
+        let mut n = 0;
+        for a in self.acked() {
+            top[n] = a;
+            n += 1;
+        }
+        if n < slaves {
+            return 0;
+        }
+        let top = &mut top[..n];
+        top.sort_unstable_by(|a, b| b.cmp(a));
+        top[slaves - 1]
+    }
+
+    /// Has `shard`'s group-transfer task woken when an acknowledgement moves; true when one
+    /// moved since the last call.
+    pub fn register(&self, shard: usize, waker: &Waker) -> bool {
+        let Some((w, moved)) = self.shards.get(shard) else {
+            return false;
+        };
+        w.register(waker);
+        moved.swap(false, Ordering::AcqRel)
+    }
+
+    fn wake_all(&self) {
+        for (w, moved) in &self.shards {
+            moved.store(true, Ordering::Release);
+            w.wake();
+        }
+    }
+}
+
+/// One slave connection's place in [`SlaveAcks`]; freed when dropped.
+pub struct SlaveSlot {
+    acks: Arc<SlaveAcks>,
+    index: usize,
+}
+
+impl SlaveSlot {
+    /// The slave reports it holds the commit log up to `offset`.
+    pub fn ack(&self, offset: u64) {
+        let prev = self.acks.acked[self.index].fetch_max(offset, Ordering::AcqRel);
+        if offset > prev {
+            self.acks.wake_all();
+        }
+    }
+}
+
+impl Drop for SlaveSlot {
+    fn drop(&mut self) {
+        self.acks.acked[self.index].store(NO_SLAVE, Ordering::Release);
+        self.acks.wake_all();
+    }
+}
+
+/// A send waiting for copies: answered once the slaves cover `next_offset` (the end of its
+/// last record), or at `deadline`.
+pub struct GroupCommitRequest {
+    pub next_offset: u64,
+    pub deadline: Instant,
+    pub done: oneshot::Sender<bool>,
+}
+
+/// A shard's sends waiting for slaves, oldest first (deadlines are `slaveTimeout` after the
+/// append, so the queue is in deadline order).
+#[derive(Default)]
+pub struct GroupTransfer {
+    requests: RefCell<VecDeque<GroupCommitRequest>>,
+    /// The shard's `group_transfer` task, woken by every [`push`](GroupTransfer::push).
+    task: Cell<Option<Waker>>,
+    /// A request arrived since the task last looked.
+    pushed: Cell<bool>,
+}
+
+impl GroupTransfer {
+    /// Queues a request and wakes the task that answers it (the slaves may already cover it:
+    /// an acknowledgement can land between the sender's own look and this push).
+    pub fn push(&self, req: GroupCommitRequest) {
+        self.requests.borrow_mut().push_back(req);
+        self.pushed.set(true);
+        if let Some(w) = self.task.take() {
+            w.wake();
+        }
+    }
+
+    /// Answers the requests `covered` reaches (true) and those past their deadline at `now`
+    /// (false); returns the earliest deadline still waiting.
+    pub fn resolve(&self, covered: u64, now: Instant) -> Option<Instant> {
+        let mut q = self.requests.borrow_mut();
+        let mut waiting = VecDeque::with_capacity(q.len());
+        for req in q.drain(..) {
+            if req.next_offset <= covered {
+                // The receiver is gone only when its send was dropped (shutdown).
+                let _ = req.done.send(true);
+            } else if req.deadline <= now {
+                let _ = req.done.send(false);
+            } else {
+                waiting.push_back(req);
+            }
+        }
+        *q = waiting;
+        q.front().map(|r| r.deadline)
+    }
+
+    /// Has `waker` woken by the next push; true when a request arrived since the last call.
+    pub fn register(&self, waker: &Waker) -> bool {
+        self.task.set(Some(waker.clone()));
+        self.pushed.replace(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The k-th largest acknowledgement covers a send; fewer slaves cover nothing; a slot is
+    /// freed when its connection goes.
+    #[test]
+    fn covered_counts_slaves() {
+        let acks = Arc::new(SlaveAcks::new(1));
+        assert_eq!(acks.covered(1), 0);
+        let a = acks.attach().unwrap();
+        let b = acks.attach().unwrap();
+        a.ack(500);
+        b.ack(300);
+        b.ack(200); // acknowledgements never go back
+        assert_eq!(acks.covered(1), 500);
+        assert_eq!(acks.covered(2), 300);
+        assert_eq!(acks.covered(3), 0);
+        drop(a);
+        assert_eq!(acks.covered(1), 300);
+        assert_eq!(acks.covered(0), u64::MAX);
+        let slots: Vec<_> = (0..MAX_SLAVES).filter_map(|_| acks.attach()).collect();
+        assert_eq!(slots.len(), MAX_SLAVES - 1);
+        assert!(acks.attach().is_none());
+    }
+
+    /// One pass answers the covered requests true, the expired ones false, and keeps the rest.
+    #[test]
+    fn resolve_answers_covered_and_expired() {
+        let gt = GroupTransfer::default();
+        let now = Instant::now();
+        let later = now + Duration::from_secs(3);
+        let mut rx = Vec::new();
+        for (off, deadline) in [(100, later), (200, now), (300, later)] {
+            let (tx, r) = oneshot::channel();
+            gt.push(GroupCommitRequest {
+                next_offset: off,
+                deadline,
+                done: tx,
+            });
+            rx.push(r);
+        }
+        assert_eq!(gt.resolve(150, now), Some(later));
+        assert_eq!(rx[0].try_recv(), Ok(true));
+        assert_eq!(rx[1].try_recv(), Ok(false));
+        assert!(rx[2].try_recv().is_err());
+        assert_eq!(gt.resolve(300, now), None);
+        assert_eq!(rx[2].try_recv(), Ok(true));
+    }
+}
