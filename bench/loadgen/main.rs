@@ -66,6 +66,10 @@ struct Args {
     /// Broker address, bypassing the name server (the topic is created/updated on it).
     #[arg(long)]
     broker: Option<String>,
+    /// e2e: the consumer pulls from this broker instead (a slave with slaveReadEnable, say);
+    /// the latency then includes replication.
+    #[arg(long)]
+    pull_broker: Option<String>,
     #[arg(long, default_value = "BenchTopic")]
     topic: String,
     /// Queues when the topic is created (an existing topic keeps its own).
@@ -411,10 +415,11 @@ fn run_e2e(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     let timeout = Duration::from_secs_f64(a.timeout);
     let base = Instant::now();
     let nonce = (base.elapsed().as_nanos() as u64) ^ (u64::from(std::process::id()) << 32) ^ 0x5EED;
-    let offsets = route::queue_offsets(&t.broker, &a.topic, t.queues, false, timeout)?;
+    let pull_from = a.pull_broker.clone().unwrap_or_else(|| t.broker.clone());
+    let offsets = route::queue_offsets(&pull_from, &a.topic, t.queues, false, timeout)?;
     let cons = Shared::new(base, None);
     let pplan = PullPlan {
-        broker: t.broker.clone(),
+        broker: pull_from,
         topic: a.topic.clone(),
         group: a.group.clone(),
         connections: a.consumers,

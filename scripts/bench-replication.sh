@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# What replication costs a producer: the same send load against three set-ups, alternated run
+# by run, each on fresh stores under /tmp:
+#   solo   an ASYNC_MASTER alone (`ringmq serve`)
+#   async  an ASYNC_MASTER and a SLAVE (`ringmq broker`, its own process) following it
+#   sync   a SYNC_MASTER with inSyncReplicas=2 and a SLAVE: each send waits for the slave
+# It prints one line per run, the medians per set-up and the ratios async/solo and sync/async.
+# With LAG=1 it also runs an e2e load at RATE msg/s on async with the consumer pulling from the
+# slave: that latency (send to receipt from the slave) bounds the replication lag from above.
+#
+#   scripts/bench-replication.sh
+#
+# Knobs: INFLIGHT [64], REPEATS [3], DURATION [10], WARMUP [2], LAG [1], RATE [20000],
+# BENCH and RINGMQ [the release target dir's].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/ringmq/target}
+BENCH=${BENCH:-$TARGET_DIR/release/ringmq-bench}
+RINGMQ=${RINGMQ:-$TARGET_DIR/release/ringmq}
+INFLIGHT=${INFLIGHT:-64}
+REPEATS=${REPEATS:-3}
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+LAG=${LAG:-1}
+RATE=${RATE:-20000}
+NS=127.0.0.1:9876
+OUT=$(mktemp -d /tmp/ringmq-repl.XXXXXX)
+PIDS=()
+STORE=""
+
+stop() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  PIDS=()
+  [[ -n $STORE ]] && rm -rf "$STORE"
+  STORE=""
+}
+trap stop EXIT
+
+wait_port() { # port seconds
+  for _ in $(seq 1 $(($2 * 10))); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+start() { # setup
+  STORE=$(mktemp -d /tmp/ringmq-repl-store.XXXXXX)
+  local role=ASYNC_MASTER extra=()
+  [[ $1 == sync ]] && role=SYNC_MASTER && extra=(-o inSyncReplicas=2)
+  "$RINGMQ" serve --store-dir "$STORE/master" -o brokerIP1=127.0.0.1 -o brokerRole=$role \
+    "${extra[@]}" >"$OUT/$1.master.log" 2>&1 &
+  PIDS+=($!)
+  MASTER_PID=$!
+  wait_port 9876 30 && wait_port 10911 30 && wait_port 10912 30 \
+    || { echo "$1: the master did not open its ports" >&2; exit 1; }
+  if [[ $1 != solo ]]; then
+    # The slave shares the machine; it is left unpinned so it does not sit on the master's
+    # shard and writer cores.
+    "$RINGMQ" broker --namesrv-addr $NS --broker-listen 127.0.0.1:10931 \
+      --store-dir "$STORE/slave" -o brokerIP1=127.0.0.1 -o brokerRole=SLAVE -o brokerId=1 \
+      -o haMasterAddress=127.0.0.1:10912 -o slaveReadEnable=true -o pinCores=false \
+      >"$OUT/$1.slave.log" 2>&1 &
+    PIDS+=($!)
+    wait_port 10931 30 || { echo "$1: the slave did not open its port" >&2; exit 1; }
+  fi
+}
+
+run_one() { # setup
+  start "$1"
+  "$BENCH" send --namesrv $NS --inflight "$INFLIGHT" --warmup "$WARMUP" --duration "$DURATION" \
+    --json --quiet --broker-pid "$MASTER_PID" --label "$1" 2>>"$OUT/$1.bench.log" \
+    | tail -1 >>"$OUT/send.jsonl"
+  stop
+  sleep 1
+}
+
+for r in $(seq 1 "$REPEATS"); do
+  if (( r % 2 )); then order="solo async sync"; else order="sync async solo"; fi
+  for s in $order; do run_one "$s"; done
+done
+
+if [[ $LAG == 1 ]]; then
+  start async
+  # The topic exists on the slave once the master's first messages reached it.
+  "$BENCH" send --namesrv $NS --count 1000 --quiet >/dev/null 2>&1
+  sleep 2
+  "$BENCH" e2e --namesrv $NS --pull-broker 127.0.0.1:10931 --rate "$RATE" --warmup "$WARMUP" \
+    --duration "$DURATION" --json --quiet --label lag 2>>"$OUT/lag.bench.log" \
+    | tail -1 >>"$OUT/lag.jsonl"
+  stop
+fi
+
+python3 - "$OUT" <<'PY'
+import json, os, statistics, sys
+out = sys.argv[1]
+runs = [json.loads(l) for l in open(f"{out}/send.jsonl") if l.strip()]
+med = {}
+for label in ("solo", "async", "sync"):
+    mine = [r for r in runs if r.get("label") == label]
+    rates = [r["throughput_msgs"] for r in mine]
+    p99 = [r["latency_us"]["p99"] for r in mine]
+    cpu = [r.get("broker_cpu_pct") for r in mine]
+    errors = [r.get("error_total") for r in mine]
+    print(f"{label}: msg/s {', '.join(f'{x:,.0f}' for x in rates)}; p99 us {p99}; "
+          f"master cpu % {cpu}; errors {errors}")
+    med[label] = statistics.median(rates) if rates else float("nan")
+print(f"async/solo = {med['async'] / med['solo']:.3f}; sync/async = {med['sync'] / med['async']:.3f}")
+lag = f"{out}/lag.jsonl"
+if os.path.exists(lag):
+    for l in open(lag):
+        if l.strip():
+            r = json.loads(l)
+            print(f"e2e through the slave at {r.get('rate')} msg/s: latency us {r['latency_us']}; "
+                  f"received {r.get('count')} of {r.get('produced')}; failure {r.get('failure')}")
+PY
+echo "raw lines: $OUT"
