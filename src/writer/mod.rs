@@ -287,6 +287,9 @@ impl WriterParts {
     }
 }
 
+/// Where the outcome of a `StartAt` goes (called on the writer thread).
+pub type StartReply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
 enum Msg {
     Append(AppendRequest),
     /// A deleted topic: forget its next queue offsets, so a re-created topic starts at 0, then
@@ -294,6 +297,12 @@ enum Msg {
     DropTopic {
         topic: String,
         done: Box<dyn FnOnce() + Send>,
+    },
+    /// An empty commit log begins at `offset` (a slave joining its master's log past 0, see
+    /// `WriterSender::try_start_at`); `done` gets the outcome.
+    StartAt {
+        offset: u64,
+        done: StartReply,
     },
     /// Drain, flush, checkpoint, remove the abort file, exit.
     Shutdown,
@@ -353,6 +362,19 @@ impl WriterSender {
     /// stopped (then `done` never runs).
     pub fn try_drop_topic(&self, topic: String, done: Box<dyn FnOnce() + Send>) -> bool {
         let sent = self.tx.try_send(Msg::DropTopic { topic, done }).is_ok();
+        self.wake();
+        sent
+    }
+
+    /// Asks the writer to make its empty commit log begin at `offset`, a multiple of the
+    /// segment size: what a slave does when its master's first transfer starts past its empty
+    /// log (the master's last segment). Appends sent before this one are processed first;
+    /// `done` runs on the writer thread with the outcome: an error when the log holds a record
+    /// or `offset` is not aligned (nothing changed then), or when the files could not be
+    /// replaced (appends are refused from then on). Never blocks: false when the inbox is full
+    /// or the writer stopped (then `done` never runs).
+    pub fn try_start_at(&self, offset: u64, done: StartReply) -> bool {
+        let sent = self.tx.try_send(Msg::StartAt { offset, done }).is_ok();
         self.wake();
         sent
     }
@@ -499,5 +521,7 @@ mod tests_drop_topic;
 mod tests_faults;
 #[cfg(test)]
 mod tests_retention;
+#[cfg(test)]
+mod tests_start_at;
 #[cfg(test)]
 mod tests_sync_flush;
