@@ -71,7 +71,8 @@ fn send(master: &RawBroker, from: usize, n: usize) {
     for i in from..from + n {
         let body = format!("join {i} {}", "z".repeat(700 + (i * 37) % 600));
         let (t, q) = (TOPICS[i % 3], ((i / 3) % QUEUES as usize) as i32);
-        let r = c.call(send_cmd(t, q, body.as_bytes(), ""));
+        let props = format!("KEYS\u{1}join-{i}\u{2}");
+        let r = c.call(send_cmd(t, q, body.as_bytes(), &props));
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     }
 }
@@ -203,6 +204,30 @@ fn assert_same_log(master: &RawBroker, slave: &RawBroker, first: u64) {
     }
 }
 
+/// The bodies QUERY_MESSAGE finds for the key of message `i` (None: QUERY_NOT_FOUND), waiting
+/// up to 10 s for `want` (keys are indexed after the records are appended).
+fn query_key(addr: std::net::SocketAddr, i: usize, want: bool) -> Option<Vec<Vec<u8>>> {
+    let mut c = Conn::connect(addr);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = ringmq::common::now_ms();
+        let r = c.call(
+            RemotingCommand::new_request(request_code::QUERY_MESSAGE)
+                .with_ext("topic", TOPICS[i % 3])
+                .with_ext("key", format!("join-{i}"))
+                .with_ext("maxNum", 32)
+                .with_ext("beginTimestamp", now - 600_000)
+                .with_ext("endTimestamp", now + 60_000),
+        );
+        let got = (r.code == response_code::SUCCESS)
+            .then(|| records(&r.body).iter().map(|r| r.body.to_vec()).collect());
+        if got.is_some() == want || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Pulls `[from, to)` of a queue, (queue offset, body) of each message.
 fn pull_all(
     addr: std::net::SocketAddr,
@@ -281,6 +306,12 @@ fn an_empty_slave_joins_a_master_of_several_segments() {
         assert_eq!(r.ext("nextBeginOffset"), Some(lo.to_string().as_str()));
     }
 
+    // The slave's index holds the keys of the records its log holds, and only those.
+    let found = query_key(slave.broker, 1099, true).expect("the last key before the join");
+    assert_eq!(found, query_key(master.broker, 1099, true).unwrap());
+    assert!(query_key(slave.broker, 1200, true).is_some());
+    assert_eq!(query_key(slave.broker, 0, false), None);
+
     // A crash, then a start on the same store: the log still begins at `first`, and the slave
     // catches up.
     let dir = slave.kill9();
@@ -292,6 +323,7 @@ fn an_empty_slave_joins_a_master_of_several_segments() {
         offsets(slave.broker, request_code::GET_MIN_OFFSET),
         want_min
     );
+    assert!(query_key(slave.broker, 1300, true).is_some());
 
     // A clean stop and start keep it too.
     let dir = slave.stop();
