@@ -7,8 +7,9 @@
 //! and indexes the keys once that thread reports the batch durable.
 //!
 //! Callers: shards hold a `WriterSender` and call `try_append` (never blocks; a full inbox is
-//! SYSTEM_BUSY for the caller), and `try_drop_topic` when a topic is deleted (its queue
-//! offsets start again at 0); the runtime owns the `WriterHandle` and calls `shutdown`.
+//! SYSTEM_BUSY for the caller), `try_drop_topic` when a topic is deleted (its queue
+//! offsets start again at 0), and, on a slave joining its master, `try_start_at` (an empty log
+//! begins at a later segment); the runtime owns the `WriterHandle` and calls `shutdown`.
 //! Invariants: replies happen after the write and, for SYNC_FLUSH + wait_flush, after the
 //! fdatasync covering the record (SYNC_FLUSH requests with wait_flush = false are answered
 //! right after the write); dispatch of a batch precedes its flush-waiting replies;
