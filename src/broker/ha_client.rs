@@ -7,6 +7,10 @@
 //! `haSendHeartbeatInterval`, closes the connection when a transfer does not continue where
 //! it stands or when nothing arrives for `haHousekeepingInterval`, and reconnects after 5 s.
 //!
+//! An empty slave's first transfer may start past its end: the master starts an empty slave at
+//! its last segment. The writer then makes the empty log begin there, and the slave follows
+//! from that offset, as Java's slave does; a slave holding records refuses any other offset.
+//!
 //! A transfer may end inside a record: the bytes wait until the record is whole. A segment's
 //! blank end marker and the bytes after it are skipped: the slave's writer closes its own
 //! segment at the same place, with the same rule.
@@ -25,7 +29,7 @@ use crate::protocol::message::{self, sys_flag, BLANK_MAGIC, BLANK_MARKER_LEN};
 use crate::protocol::properties;
 use crate::runtime;
 use crate::runtime::net::Stream;
-use crate::store::tags_code;
+use crate::store::{tags_code, StoreError};
 use crate::writer::{AppendRecord, IndexKeys};
 
 /// Java's slave waits this long before it connects again.
@@ -72,7 +76,6 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
     let mut frames = BytesMut::with_capacity(READ_CHUNK);
     // Bytes received from `at` on, not yet a whole record.
     let mut pending = BytesMut::new();
-    let mut first = true;
     let mut last_read = Instant::now();
     loop {
         if shard.is_stopping() {
@@ -116,17 +119,22 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
             }
             let expected = at + pending.len() as u64;
             if phy as u64 != expected {
-                if first && at == 0 && pending.is_empty() && size > 0 {
+                let writer = &shard.ctx.writer;
+                let empty = pending.is_empty() && at == writer.min_phy_offset();
+                if !empty {
                     return Err(format!(
-                        "the master starts this empty slave at {phy}, its last segment; a \
-                         commit log that begins past 0 is not supported yet"
+                        "the master sent offset {phy}, this slave stands at {expected}"
                     ));
                 }
-                return Err(format!(
-                    "the master sent offset {phy}, this slave stands at {expected}"
-                ));
+                // An empty slave: the master starts it at its last segment (Java's slave
+                // creates the file named by that offset); the writer refuses an unaligned one.
+                let phy = phy as u64;
+                begin_at(shard, phy).await.map_err(|e| {
+                    format!("the master starts this empty slave at {phy}, which it cannot: {e}")
+                })?;
+                tracing::info!(%master, from = phy, "the empty commit log begins where the master's transfer does");
+                at = phy;
             }
-            first = false;
             frames.advance(TRANSFER_HEADER_LEN);
             pending.extend_from_slice(&frames[..size]);
             frames.advance(size);
@@ -145,6 +153,22 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
                 .map_err(|e| format!("write error: {e}"))?;
             last_report = Instant::now();
         }
+    }
+}
+
+/// Has the writer make this slave's empty commit log begin at `offset`, and waits until it did.
+async fn begin_at(shard: &Rc<Shard>, offset: u64) -> Result<(), String> {
+    let (tx, rx) = oneshot::channel::<Result<(), StoreError>>();
+    let done = Box::new(move |r| {
+        // The receiver is gone only when this connection's task was dropped (shutdown).
+        let _ = tx.send(r);
+    });
+    if !shard.ctx.writer.try_start_at(offset, done) {
+        return Err("the writer's inbox is full or the writer stopped".into());
+    }
+    match rx.await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err("the writer stopped".into()),
     }
 }
 

@@ -210,6 +210,71 @@ impl CommitLog {
         Ok(())
     }
 
+    /// True when the log holds no record: its end is its first byte.
+    pub fn is_empty(&self) -> bool {
+        self.wrote == self.min_phy_offset()
+    }
+
+    /// Makes an empty log begin at `start`, a multiple of the segment size (a slave that joins a
+    /// master whose log begins or continues past 0: Java's slave creates the file named by the
+    /// first transfer's offset). Its segment files (all empty, the spare one included) are
+    /// unlinked before the one at `start` is created, so a crash in between leaves an empty
+    /// store or a log that begins at `start`, never a broken sequence. Refused, with nothing
+    /// changed, when the log holds a record or `start` is not aligned.
+    pub fn start_empty_at(&mut self, start: u64) -> Result<(), StoreError> {
+        if !start.is_multiple_of(self.segment_size) {
+            return Err(StoreError::Invalid(format!(
+                "a commit log cannot begin at {start}: not a multiple of the segment size {}",
+                self.segment_size
+            )));
+        }
+        if !self.is_empty() {
+            return Err(StoreError::Invalid(format!(
+                "a commit log holding [{}, {}) cannot begin again at {start}",
+                self.min_phy_offset(),
+                self.wrote
+            )));
+        }
+        if self.allocator.is_none() {
+            return Err(StoreError::Invalid(
+                "a commit log starts again only after recover_to".into(),
+            ));
+        }
+        if start == self.wrote {
+            return Ok(());
+        }
+        let alloc = SegmentAllocator::spawn(
+            self.fault.clone(),
+            self.warm,
+            self.pool.clone(),
+            self.writer_core,
+        )?;
+        // From here on an error leaves the log unusable (the writer then refuses appends, and
+        // the next start recovers whatever is on disk). Dropping the old allocator waits for
+        // its spare segment, which stays on disk: unlinked below with the others.
+        self.allocator = Some(alloc);
+        self.segments.clear();
+        for (_, path) in list_segments(&self.dir)? {
+            std::fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+        }
+        sync_dir(&self.dir)?;
+        let seg = self
+            .pool
+            .take_or_create(start, self.fault.as_ref(), Warm::Off)?;
+        self.segments.push(seg);
+        sync_dir(&self.dir)?;
+        tracing::info!(start, "the empty commit log begins at a later segment");
+        self.active = 0;
+        self.wrote = start;
+        self.writeback_from = start;
+        self.flushed = start;
+        self.touched = 0;
+        if let Some(alloc) = self.allocator.as_mut() {
+            alloc.request(start + self.segment_size);
+        }
+        Ok(())
+    }
+
     pub fn mark(&self) -> AppendMark {
         AppendMark {
             wrote: self.wrote,

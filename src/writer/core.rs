@@ -21,7 +21,7 @@ use super::group_commit::{GroupCommitRequest, GroupCommitService, GroupCommitSta
 use super::index_checkpoint::IndexCheckpoint;
 use super::{
     replicate, AppendOutcome, AppendRecord, AppendReply, AppendRequest, AppendStatus, DispatchRun,
-    Dispatcher, Msg, Published, WriterParts,
+    Dispatcher, Msg, Published, StartReply, WriterParts,
 };
 use crate::common::now_ms;
 use crate::constants::{WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS};
@@ -224,6 +224,10 @@ impl WriterCore {
                     self.drop_topic(&topic, done);
                     continue;
                 }
+                Msg::StartAt { offset, done } => {
+                    self.start_at(offset, done);
+                    continue;
+                }
                 Msg::Shutdown => return self.clean_shutdown(&rx),
                 Msg::Abandon => return Ok(()),
             };
@@ -251,6 +255,7 @@ impl WriterCore {
                 Some(Msg::Shutdown) => return self.clean_shutdown(&rx),
                 Some(Msg::Abandon) => return Ok(()),
                 Some(Msg::DropTopic { topic, done }) => self.drop_topic(&topic, done),
+                Some(Msg::StartAt { offset, done }) => self.start_at(offset, done),
                 _ => {}
             }
             self.tick();
@@ -292,6 +297,34 @@ impl WriterCore {
                 )));
             }
         }
+    }
+
+    /// An empty commit log begins at `offset` (`CommitLog::start_empty_at`); the published
+    /// bounds and the flush threads' positions move with it.
+    fn start_at(&mut self, offset: u64, done: StartReply) {
+        let res = self.log.start_empty_at(offset);
+        match &res {
+            Ok(()) => {
+                let (min, max) = (self.log.min_phy_offset(), self.log.max_phy_offset());
+                self.async_submitted = max;
+                if let Some(f) = &self.flusher {
+                    f.state.flushed_phy.fetch_max(max, Ordering::AcqRel);
+                }
+                if let Completion::GroupCommit(gc) = &self.completion {
+                    gc.state.flushed_phy.fetch_max(max, Ordering::AcqRel);
+                }
+                self.published.min_phy.store(min, Ordering::Release);
+                self.published.publish(max);
+            }
+            // Refused before anything changed.
+            Err(StoreError::Invalid(_)) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "the commit log could not begin again; refusing appends");
+                self.flush_failed = true;
+                self.publish_writable();
+            }
+        }
+        done(res);
     }
 
     fn validate(&self, req: &AppendRequest) -> Result<(), StoreError> {

@@ -268,7 +268,9 @@ impl Committer {
         let synced = t0.elapsed();
         let bytes = upto.saturating_sub(self.state.flushed_phy.load(Ordering::Acquire));
         self.record_stats(&group, bytes, synced);
-        self.state.flushed_phy.store(upto, Ordering::Release);
+        // fetch_max: a barrier submitted before an empty log began at a later offset
+        // (`WriterCore::start_at`) carries the old end.
+        self.state.flushed_phy.fetch_max(upto, Ordering::AcqRel);
         self.state.flushed_timestamp.store(ts, Ordering::Release);
         self.published.publish(upto);
         let now = Instant::now();

@@ -7,8 +7,9 @@
 //! and indexes the keys once that thread reports the batch durable.
 //!
 //! Callers: shards hold a `WriterSender` and call `try_append` (never blocks; a full inbox is
-//! SYSTEM_BUSY for the caller), and `try_drop_topic` when a topic is deleted (its queue
-//! offsets start again at 0); the runtime owns the `WriterHandle` and calls `shutdown`.
+//! SYSTEM_BUSY for the caller), `try_drop_topic` when a topic is deleted (its queue
+//! offsets start again at 0), and, on a slave joining its master, `try_start_at` (an empty log
+//! begins at a later segment); the runtime owns the `WriterHandle` and calls `shutdown`.
 //! Invariants: replies happen after the write and, for SYNC_FLUSH + wait_flush, after the
 //! fdatasync covering the record (SYNC_FLUSH requests with wait_flush = false are answered
 //! right after the write); dispatch of a batch precedes its flush-waiting replies;
@@ -290,6 +291,9 @@ impl WriterParts {
     }
 }
 
+/// Where the outcome of a `StartAt` goes (called on the writer thread).
+pub type StartReply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
 enum Msg {
     Append(AppendRequest),
     /// A deleted topic: forget its next queue offsets, so a re-created topic starts at 0, then
@@ -297,6 +301,12 @@ enum Msg {
     DropTopic {
         topic: String,
         done: Box<dyn FnOnce() + Send>,
+    },
+    /// An empty commit log begins at `offset` (a slave joining its master's log past 0, see
+    /// `WriterSender::try_start_at`); `done` gets the outcome.
+    StartAt {
+        offset: u64,
+        done: StartReply,
     },
     /// Drain, flush, checkpoint, remove the abort file, exit.
     Shutdown,
@@ -317,8 +327,10 @@ struct Published {
 
 impl Published {
     /// Makes the commit log up to `upto` visible to readers, then wakes whoever waits for it.
+    /// The end only moves forward: a group completed after a start-at (`try_start_at`) cannot
+    /// take it back.
     fn publish(&self, upto: u64) {
-        self.max_phy.store(upto, Ordering::Release);
+        self.max_phy.fetch_max(upto, Ordering::AcqRel);
         self.on_publish.wake();
     }
 }
@@ -366,6 +378,19 @@ impl WriterSender {
     /// stopped (then `done` never runs).
     pub fn try_drop_topic(&self, topic: String, done: Box<dyn FnOnce() + Send>) -> bool {
         let sent = self.tx.try_send(Msg::DropTopic { topic, done }).is_ok();
+        self.wake();
+        sent
+    }
+
+    /// Asks the writer to make its empty commit log begin at `offset`, a multiple of the
+    /// segment size: what a slave does when its master's first transfer starts past its empty
+    /// log (the master's last segment). Appends sent before this one are processed first;
+    /// `done` runs on the writer thread with the outcome: an error when the log holds a record
+    /// or `offset` is not aligned (nothing changed then), or when the files could not be
+    /// replaced (appends are refused from then on). Never blocks: false when the inbox is full
+    /// or the writer stopped (then `done` never runs).
+    pub fn try_start_at(&self, offset: u64, done: StartReply) -> bool {
+        let sent = self.tx.try_send(Msg::StartAt { offset, done }).is_ok();
         self.wake();
         sent
     }
@@ -517,5 +542,7 @@ mod tests_drop_topic;
 mod tests_faults;
 #[cfg(test)]
 mod tests_retention;
+#[cfg(test)]
+mod tests_start_at;
 #[cfg(test)]
 mod tests_sync_flush;
