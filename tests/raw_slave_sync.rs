@@ -1,0 +1,292 @@
+//! A SLAVE copies its master's metadata over the master's remoting port, as Java's
+//! `SlaveSynchronize` does: topic configs (21), consumer offsets (43), delay-level progress (45)
+//! and subscription groups (201). The slave answers reads with them, takes later changes,
+//! keeps them in its own config files across a restart, and keeps what it has when the master
+//! is gone. The master's 43 and 45 bodies carry Java's field names, on the fast port too.
+
+mod raw_support;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use raw_support::{send_cmd, Conn, RawBroker};
+use ringmq::protocol::body::{from_json, SubscriptionGroupWrapper, TopicConfigSerializeWrapper};
+use ringmq::protocol::codes::{request_code, response_code};
+use ringmq::protocol::RemotingCommand;
+
+const SLAVE: &[&str] = &[
+    "brokerRole=SLAVE",
+    "brokerId=1",
+    "slaveReadEnable=true",
+    "fastListenPort=0",
+];
+
+fn create_topic(c: &mut Conn, topic: &str, queues: i32) {
+    let r = c.call(
+        RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_TOPIC)
+            .with_ext("topic", topic)
+            .with_ext("defaultTopic", "TBW102")
+            .with_ext("readQueueNums", queues)
+            .with_ext("writeQueueNums", queues)
+            .with_ext("perm", 6)
+            .with_ext("topicFilterType", "SINGLE_TAG")
+            .with_ext("order", false),
+    );
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+}
+
+fn create_group(c: &mut Conn, group: &str) {
+    let body = format!(r#"{{"groupName":"{group}","retryMaxTimes":3,"consumeEnable":true}}"#);
+    let r = c.call(
+        RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+            .with_body(body.into_bytes()),
+    );
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+}
+
+fn commit(c: &mut Conn, group: &str, topic: &str, queue: i32, offset: i64) {
+    let r = c.call(
+        RemotingCommand::new_request(request_code::UPDATE_CONSUMER_OFFSET)
+            .with_ext("consumerGroup", group)
+            .with_ext("topic", topic)
+            .with_ext("queueId", queue)
+            .with_ext("commitOffset", offset),
+    );
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+}
+
+/// The stored offset, or None when the broker has none (QUERY_NOT_FOUND).
+fn query(c: &mut Conn, group: &str, topic: &str, queue: i32) -> Option<i64> {
+    let r = c.call(
+        RemotingCommand::new_request(request_code::QUERY_CONSUMER_OFFSET)
+            .with_ext("consumerGroup", group)
+            .with_ext("topic", topic)
+            .with_ext("queueId", queue)
+            .with_ext("setZeroIfNotFound", false),
+    );
+    (r.code == response_code::SUCCESS).then(|| r.ext("offset").unwrap().parse().unwrap())
+}
+
+fn topics(c: &mut Conn) -> TopicConfigSerializeWrapper {
+    let r = c.call(RemotingCommand::new_request(
+        request_code::GET_ALL_TOPIC_CONFIG,
+    ));
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    from_json(&r.body).expect("topic config body")
+}
+
+fn groups(c: &mut Conn) -> SubscriptionGroupWrapper {
+    let r = c.call(RemotingCommand::new_request(
+        request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    ));
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    from_json(&r.body).expect("subscription group body")
+}
+
+/// A GET_ALL_* body as a JSON tree (fastjson's unquoted integer keys read as strings), and
+/// its raw text.
+fn all(c: &mut Conn, code: i32) -> (serde_json::Value, String) {
+    let r = c.call(RemotingCommand::new_request(code));
+    assert_eq!(r.code, response_code::SUCCESS, "{code}: {:?}", r.remark);
+    let text = String::from_utf8(r.body.to_vec()).expect("utf-8 body");
+    (from_json(&r.body).expect("JSON body"), text)
+}
+
+fn delay_offset(c: &mut Conn, level: &str) -> Option<i64> {
+    all(c, request_code::GET_ALL_DELAY_OFFSET).0["offsetTable"][level].as_i64()
+}
+
+fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A slave restarted on its own store, registered with a name server that is not there, so it
+/// never learns a master: what it answers comes from its files.
+struct Restarted {
+    child: Child,
+    broker: SocketAddr,
+}
+
+impl Restarted {
+    fn start(store: &std::path::Path) -> Restarted {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ringmq"))
+            .args(["broker", "--namesrv-addr"])
+            .arg(format!("127.0.0.1:{}", free_port()))
+            .args(["--broker-listen", "127.0.0.1:0", "--store-dir"])
+            .arg(store)
+            .args(["-o", "mappedFileSizeCommitLog=16777216"])
+            .args(["-o", "brokerIP1=127.0.0.1"])
+            .args(SLAVE.iter().flat_map(|o| ["-o", o]))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn ringmq");
+        let out = child.stdout.take().expect("stdout");
+        let broker = BufReader::new(out)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| {
+                l.strip_prefix("broker listening on ")
+                    .map(|a| a.trim().parse().unwrap())
+            })
+            .expect("broker address");
+        Restarted { child, broker }
+    }
+}
+
+impl Drop for Restarted {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Everything the master has reaches the slave, later changes too, and the slave's files keep
+/// them: after a restart without a master it answers the same.
+#[test]
+fn a_slave_mirrors_its_masters_metadata() {
+    let fast = free_port();
+    let master = RawBroker::start(&[&format!("fastListenPort={fast}")]);
+    let mut m = Conn::connect(master.broker);
+    create_topic(&mut m, "SyncT1", 4);
+    create_group(&mut m, "SyncG1");
+    for (q, off) in [(0, 5), (1, 7), (3, 11)] {
+        commit(&mut m, "SyncG1", "SyncT1", q, off);
+    }
+    let r = m.call(send_cmd("SyncDelayT", 0, b"later", "DELAY\u{1}1\u{2}"));
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    assert!(
+        eventually(Duration::from_secs(6), || delay_offset(&mut m, "1")
+            == Some(1)),
+        "the master delivers its level-1 message and records the level's progress"
+    );
+
+    // The master's bodies, with Java's field names (and fastjson's unquoted integer keys).
+    let (offsets, text) = all(&mut m, request_code::GET_ALL_CONSUMER_OFFSET);
+    assert_eq!(offsets["offsetTable"]["SyncT1@SyncG1"]["1"], 7, "{text}");
+    assert!(text.contains("\"offsetTable\":{"), "{text}");
+    assert!(text.contains("\"SyncT1@SyncG1\":{0:5,1:7,3:11}"), "{text}");
+    assert!(
+        offsets["dataVersion"]["timestamp"].as_i64() > Some(0),
+        "{text}"
+    );
+    assert!(offsets["dataVersion"]["counter"].is_i64(), "{text}");
+    let (delay, text) = all(&mut m, request_code::GET_ALL_DELAY_OFFSET);
+    assert!(text.contains("\"offsetTable\":{1:1}"), "{text}");
+    assert!(delay["dataVersion"]["stateVersion"].is_i64(), "{text}");
+    // The fast (VIP) port serves them as well.
+    let mut f = Conn::connect(SocketAddr::from(([127, 0, 0, 1], fast)));
+    let (offsets, text) = all(&mut f, request_code::GET_ALL_CONSUMER_OFFSET);
+    assert_eq!(offsets["offsetTable"]["SyncT1@SyncG1"]["3"], 11, "{text}");
+    assert_eq!(delay_offset(&mut f, "1"), Some(1));
+
+    let slave = RawBroker::start_broker(master.namesrv, SLAVE);
+    let mut s = Conn::connect(slave.broker);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            topics(&mut s).topic_config_table.contains_key("SyncT1")
+        }),
+        "the slave lists the master's topics"
+    );
+    let t = &topics(&mut s).topic_config_table["SyncT1"];
+    assert_eq!((t.read_queue_nums, t.write_queue_nums), (4, 4));
+    assert_eq!(topics(&mut s).data_version, topics(&mut m).data_version);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            groups(&mut s)
+                .subscription_group_table
+                .contains_key("SyncG1")
+                && query(&mut s, "SyncG1", "SyncT1", 3) == Some(11)
+                && delay_offset(&mut s, "1") == Some(1)
+        }),
+        "the slave has the master's groups, offsets and delay progress"
+    );
+    assert_eq!(
+        groups(&mut s).subscription_group_table["SyncG1"].retry_max_times,
+        3
+    );
+    assert_eq!(query(&mut s, "SyncG1", "SyncT1", 0), Some(5));
+    assert_eq!(query(&mut s, "SyncG1", "SyncT1", 1), Some(7));
+    assert_eq!(query(&mut s, "SyncG1", "SyncT1", 2), None);
+
+    // Later changes on the master reach the slave.
+    create_topic(&mut m, "SyncT2", 2);
+    commit(&mut m, "SyncG1", "SyncT1", 0, 9);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            topics(&mut s).topic_config_table.contains_key("SyncT2")
+                && query(&mut s, "SyncG1", "SyncT1", 0) == Some(9)
+        }),
+        "a new topic and a new commit on the master reach the slave"
+    );
+
+    // Persisted: the slave's files hold them, and a slave restarted without any master
+    // answers the same.
+    let store = slave.stop();
+    let config = store.path().join("config");
+    let read = |f: &str| std::fs::read_to_string(config.join(f)).unwrap_or_default();
+    assert!(read("topics.json").contains("SyncT2"));
+    assert!(read("subscriptionGroup.json").contains("SyncG1"));
+    assert!(read("consumerOffset.json").contains("SyncT1@SyncG1"));
+    assert!(read("delayOffset.json").contains("1:1"));
+    let again = Restarted::start(store.path());
+    let mut r = Conn::connect(again.broker);
+    assert!(topics(&mut r).topic_config_table.contains_key("SyncT2"));
+    assert!(groups(&mut r)
+        .subscription_group_table
+        .contains_key("SyncG1"));
+    assert_eq!(query(&mut r, "SyncG1", "SyncT1", 0), Some(9));
+    assert_eq!(query(&mut r, "SyncG1", "SyncT1", 3), Some(11));
+    assert_eq!(delay_offset(&mut r, "1"), Some(1));
+}
+
+/// A master that goes away leaves the slave's copy as it was, round after round.
+#[test]
+fn an_unreachable_master_leaves_the_slaves_tables() {
+    let master = RawBroker::start(&["fastListenPort=0"]);
+    let mut m = Conn::connect(master.broker);
+    create_topic(&mut m, "KeepT", 2);
+    create_group(&mut m, "KeepG");
+    commit(&mut m, "KeepG", "KeepT", 1, 4);
+    let slave = RawBroker::start_broker(master.namesrv, SLAVE);
+    let mut s = Conn::connect(slave.broker);
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            topics(&mut s).topic_config_table.contains_key("KeepT")
+                && groups(&mut s)
+                    .subscription_group_table
+                    .contains_key("KeepG")
+                && query(&mut s, "KeepG", "KeepT", 1) == Some(4)
+        }),
+        "the slave copies the master first"
+    );
+    let before = topics(&mut s);
+    drop(m);
+    let _ = master.kill9();
+    // Three sync rounds with the master gone.
+    std::thread::sleep(Duration::from_secs(7));
+    assert_eq!(topics(&mut s), before);
+    assert!(groups(&mut s)
+        .subscription_group_table
+        .contains_key("KeepG"));
+    assert_eq!(query(&mut s, "KeepG", "KeepT", 1), Some(4));
+}
