@@ -6,21 +6,28 @@
 
 mod raw_support;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
 use raw_support::{send_cmd, Conn, RawBroker};
 use ringmq::protocol::body::{from_json, SubscriptionGroupWrapper, TopicConfigSerializeWrapper};
 use ringmq::protocol::codes::{request_code, response_code};
+use ringmq::protocol::frame::split_frame;
 use ringmq::protocol::RemotingCommand;
 
+/// A slave with several shards, so offsets and delay progress are routed to owner shards.
 const SLAVE: &[&str] = &[
     "brokerRole=SLAVE",
     "brokerId=1",
     "slaveReadEnable=true",
     "fastListenPort=0",
+    "shardCount=3",
+    "pinCores=false",
 ];
 
 fn create_topic(c: &mut Conn, topic: &str, queues: i32) {
@@ -119,18 +126,18 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A slave restarted on its own store, registered with a name server that is not there, so it
-/// never learns a master: what it answers comes from its files.
+/// A slave on a store of the test's choosing (a restart, or files written by the test),
+/// registered with the name server at `namesrv`.
 struct Restarted {
     child: Child,
     broker: SocketAddr,
 }
 
 impl Restarted {
-    fn start(store: &std::path::Path) -> Restarted {
+    fn start(store: &std::path::Path, namesrv: SocketAddr) -> Restarted {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ringmq"))
             .args(["broker", "--namesrv-addr"])
-            .arg(format!("127.0.0.1:{}", free_port()))
+            .arg(namesrv.to_string())
             .args(["--broker-listen", "127.0.0.1:0", "--store-dir"])
             .arg(store)
             .args(["-o", "mappedFileSizeCommitLog=16777216"])
@@ -165,7 +172,8 @@ impl Drop for Restarted {
 #[test]
 fn a_slave_mirrors_its_masters_metadata() {
     let fast = free_port();
-    let master = RawBroker::start(&[&format!("fastListenPort={fast}")]);
+    let fast_port = format!("fastListenPort={fast}");
+    let master = RawBroker::start(&[&fast_port, "shardCount=2", "pinCores=false"]);
     let mut m = Conn::connect(master.broker);
     create_topic(&mut m, "SyncT1", 4);
     create_group(&mut m, "SyncG1");
@@ -248,7 +256,9 @@ fn a_slave_mirrors_its_masters_metadata() {
     assert!(read("subscriptionGroup.json").contains("SyncG1"));
     assert!(read("consumerOffset.json").contains("SyncT1@SyncG1"));
     assert!(read("delayOffset.json").contains("1:1"));
-    let again = Restarted::start(store.path());
+    // A name server that is not there: the slave never learns a master.
+    let nowhere = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let again = Restarted::start(store.path(), nowhere);
     let mut r = Conn::connect(again.broker);
     assert!(topics(&mut r).topic_config_table.contains_key("SyncT2"));
     assert!(groups(&mut r)
@@ -289,4 +299,144 @@ fn an_unreachable_master_leaves_the_slaves_tables() {
         .subscription_group_table
         .contains_key("KeepG"));
     assert_eq!(query(&mut s, "KeepG", "KeepT", 1), Some(4));
+}
+
+/// A "master" that answers the four requests with garbage or an error: the slave asks it every
+/// round and keeps the tables it loaded from its files.
+#[test]
+fn a_master_answering_garbage_leaves_the_slaves_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ns = Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .args(["namesrv", "--listen", "127.0.0.1:0", "--kv-config"])
+        .arg(dir.path().join("kv.json"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn name server");
+    let namesrv: SocketAddr = BufReader::new(ns.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("namesrv listening on ")
+                .map(|a| a.trim().parse().unwrap())
+        })
+        .expect("name server address");
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _ns = Kill(ns);
+
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let fake_addr = fake.local_addr().unwrap();
+    let asked: Arc<Mutex<BTreeSet<i32>>> = Arc::default();
+    let seen = asked.clone();
+    std::thread::spawn(move || {
+        for stream in fake.incoming().flatten() {
+            let seen = seen.clone();
+            std::thread::spawn(move || answer_garbage(stream, &seen));
+        }
+    });
+    // The fake registers as the group's master (id 0); its connection stays open.
+    let mut reg = Conn::connect(namesrv);
+    let r = reg.call(
+        RemotingCommand::new_request(request_code::REGISTER_BROKER)
+            .with_ext("brokerName", "broker-a")
+            .with_ext("brokerAddr", fake_addr)
+            .with_ext("clusterName", "DefaultCluster")
+            .with_ext("haServerAddr", format!("127.0.0.1:{}", free_port()))
+            .with_ext("brokerId", 0)
+            .with_ext("compressed", false)
+            .with_ext("bodyCrc32", 0)
+            .with_body(br#"{"topicConfigSerializeWrapper":{"topicConfigTable":{}}}"#.to_vec()),
+    );
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+
+    // The slave's own tables, as files in its store.
+    let store = tempfile::tempdir().unwrap();
+    let config = store.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    let files = [
+        (
+            "topics.json",
+            r#"{"dataVersion":{"counter":7,"timestamp":1},"topicConfigTable":{"PreT":{"topicName":"PreT","readQueueNums":2,"writeQueueNums":2,"perm":6}}}"#,
+        ),
+        (
+            "subscriptionGroup.json",
+            r#"{"dataVersion":{"counter":3,"timestamp":1},"subscriptionGroupTable":{"PreG":{"groupName":"PreG"}}}"#,
+        ),
+        (
+            "consumerOffset.json",
+            r#"{"offsetTable":{"PreT@PreG":{0:3,1:4}}}"#,
+        ),
+        ("delayOffset.json", r#"{"offsetTable":{2:8}}"#),
+    ];
+    for (f, text) in files {
+        std::fs::write(config.join(f), text).unwrap();
+    }
+    let slave = Restarted::start(store.path(), namesrv);
+    let mut s = Conn::connect(slave.broker);
+    let all_four = [
+        request_code::GET_ALL_TOPIC_CONFIG,
+        request_code::GET_ALL_CONSUMER_OFFSET,
+        request_code::GET_ALL_DELAY_OFFSET,
+        request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    ];
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let seen = asked.lock().unwrap();
+            all_four.iter().all(|c| seen.contains(c))
+        }),
+        "the slave asks the master it learned for the four tables"
+    );
+    // One more round after the first answers.
+    std::thread::sleep(Duration::from_secs(4));
+    let t = topics(&mut s);
+    assert!(t.topic_config_table.contains_key("PreT"), "{t:?}");
+    assert_eq!(t.data_version.counter, 7);
+    let g = groups(&mut s);
+    assert!(g.subscription_group_table.contains_key("PreG"));
+    assert_eq!(g.data_version.counter, 3);
+    assert_eq!(query(&mut s, "PreG", "PreT", 0), Some(3));
+    assert_eq!(query(&mut s, "PreG", "PreT", 1), Some(4));
+    assert_eq!(delay_offset(&mut s, "2"), Some(8));
+    drop(reg);
+}
+
+/// Serves one connection of the fake master: unreadable bodies, and an error for the delay
+/// offsets.
+fn answer_garbage(mut stream: std::net::TcpStream, seen: &Mutex<BTreeSet<i32>>) {
+    let mut buf = BytesMut::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        while let Ok(Some(f)) = split_frame(&mut buf, 1 << 20) {
+            let Ok(cmd) = RemotingCommand::decode(f) else {
+                return;
+            };
+            seen.lock().unwrap().insert(cmd.code);
+            let resp = match cmd.code {
+                request_code::GET_ALL_DELAY_OFFSET => {
+                    RemotingCommand::response_for(&cmd, 1, Some("no delay offsets".into()))
+                }
+                request_code::GET_ALL_CONSUMER_OFFSET => {
+                    RemotingCommand::response_for(&cmd, response_code::SUCCESS, None)
+                        .with_body(br#"{"offsetTable":"#.to_vec())
+                }
+                _ => RemotingCommand::response_for(&cmd, response_code::SUCCESS, None)
+                    .with_body(b"not json {".to_vec()),
+            };
+            let mut out = BytesMut::new();
+            resp.encode(&mut out).unwrap();
+            if stream.write_all(&out).is_err() {
+                return;
+            }
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
 }
