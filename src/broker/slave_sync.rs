@@ -44,6 +44,9 @@ pub async fn run(s0: Rc<Shard>, master: MasterAddr) {
     let mut last_problem: Option<String> = None;
     while !s0.is_stopping() {
         runtime::sleep(PERIOD).await;
+        if s0.is_stopping() {
+            return;
+        }
         let Some(addr) = master.get() else {
             continue;
         };
@@ -72,7 +75,8 @@ pub async fn run(s0: Rc<Shard>, master: MasterAddr) {
 }
 
 /// One round: the four tables, each applied when the master gave it readably. Returns what
-/// went wrong, one line per table.
+/// went wrong, one line per table. A lost connection ends the round (the next one connects
+/// again), so a master that does not answer costs one timeout per round, not four.
 async fn sync_all(s0: &Rc<Shard>, addr: SocketAddr, client: &mut Option<Client>) -> Vec<String> {
     let mut problems = Vec::new();
     match fetch::<TopicConfigSerializeWrapper>(client, addr, req::GET_ALL_TOPIC_CONFIG).await {
@@ -83,14 +87,23 @@ async fn sync_all(s0: &Rc<Shard>, addr: SocketAddr, client: &mut Option<Client>)
         Ok(w) => apply_topics(s0, w),
         Err(e) => problems.push(format!("topic configs: {e}")),
     }
+    if client.is_none() {
+        return problems;
+    }
     match fetch::<ConsumerOffsetSerializeWrapper>(client, addr, req::GET_ALL_CONSUMER_OFFSET).await
     {
         Ok(w) => offsets::mirror(s0, w.offset_table).await,
         Err(e) => problems.push(format!("consumer offsets: {e}")),
     }
+    if client.is_none() {
+        return problems;
+    }
     match fetch::<DelayOffsetSerializeWrapper>(client, addr, req::GET_ALL_DELAY_OFFSET).await {
         Ok(w) => schedule::mirror(s0, w.offset_table).await,
         Err(e) => problems.push(format!("delay offsets: {e}")),
+    }
+    if client.is_none() {
+        return problems;
     }
     match fetch::<SubscriptionGroupWrapper>(client, addr, req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         .await
