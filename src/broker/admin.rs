@@ -1,6 +1,6 @@
 //! Topic and group administration: UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21),
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
-//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_BROKER_CONFIG (26),
+//! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_ALL_DELAY_OFFSET (45), GET_BROKER_CONFIG (26),
 //! CHECK_CLIENT_CONFIG (46); and what follows any topic change on shard 0 (publish the snapshot,
 //! persist topics.json, re-register with the name servers). Topic deletion is `topic_delete`,
 //! GET_BROKER_RUNTIME_INFO `stats`.
@@ -132,6 +132,22 @@ pub async fn all_subscription_groups(
         .call(0, |s0| async move { s0.meta().groups_file_bytes() })
         .await?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(bytes))
+}
+
+/// GET_ALL_DELAY_OFFSET (45): every delay level's progress as Java's `ScheduleMessageService`
+/// encodes it (`offsetTable`, `dataVersion`; fastjson's unquoted level keys). ringmq keeps no
+/// data version for this progress; the one sent is stamped with the time of the answer.
+pub async fn all_delay_offsets(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let mut w = body::DelayOffsetSerializeWrapper {
+        offset_table: crate::broker::schedule::gather_table(&shard).await,
+        ..Default::default()
+    };
+    w.data_version.timestamp = crate::common::now_ms();
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None)
+        .with_body(body::to_fastjson_legacy(&w)))
 }
 
 /// GET_BROKER_CONFIG: every key ringmq implements with its effective value, as Java's

@@ -75,6 +75,10 @@ impl Handler for BrokerHandler {
                 req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
                     frame(admin::create_subscription_group(shard, &cmd).await)
                 }
+                req::GET_ALL_CONSUMER_OFFSET => {
+                    frame(offsets::all_consumer_offsets(shard, &cmd).await)
+                }
+                req::GET_ALL_DELAY_OFFSET => frame(admin::all_delay_offsets(shard, &cmd).await),
                 req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => {
                     frame(admin::all_subscription_groups(shard, &cmd).await)
                 }

@@ -32,6 +32,7 @@ pub mod runtime_info;
 pub mod schedule;
 pub mod send;
 pub mod shard;
+pub mod slave_sync;
 pub mod start;
 pub mod stats;
 pub mod timer;

@@ -1,5 +1,6 @@
 //! Consumer offsets and queue offsets: QUERY/UPDATE_CONSUMER_OFFSET (14/15), GET_MAX_OFFSET (30),
-//! GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32).
+//! GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32),
+//! GET_ALL_CONSUMER_OFFSET (43), and a slave's copy of its master's offsets (`mirror`).
 //!
 //! A queue's consumer offsets live on its owner shard. Shard 0 gathers every shard's table every
 //! few seconds and on shutdown and writes RocketMQ's `config/consumerOffset.json`
@@ -271,13 +272,18 @@ pub async fn get_earliest_msg_storetime(
 
 /// Shard 0: gathers every shard's offsets and returns the file bytes.
 pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
+    file_bytes(gather_tables(s0).await)
+}
+
+/// Every shard's offset table, asked from any shard.
+async fn gather_tables(shard: &Rc<Shard>) -> Vec<OffsetTable> {
     let mut tables = Vec::new();
-    for i in 0..s0.mesh.len() {
-        if i == s0.id {
-            tables.push(s0.offsets().clone());
+    for i in 0..shard.mesh.len() {
+        if i == shard.id {
+            tables.push(shard.offsets().clone());
             continue;
         }
-        match s0
+        match shard
             .mesh
             .call(i, |s| async move { s.offsets().clone() })
             .await
@@ -286,7 +292,80 @@ pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
             Err(e) => tracing::warn!(error = %e, "cannot gather consumer offsets"),
         }
     }
-    file_bytes(tables)
+    tables
+}
+
+/// GET_ALL_CONSUMER_OFFSET (43): every shard's offsets in Java's
+/// `ConsumerOffsetSerializeWrapper` (`offsetTable`, `dataVersion`), as fastjson writes it. ringmq
+/// keeps no data version for offsets (Java's slave copies them without comparing one); the
+/// version sent is stamped with the time of the answer so that a slave comparing it applies it.
+pub async fn all_consumer_offsets(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let mut w = body::ConsumerOffsetSerializeWrapper::default();
+    w.data_version.timestamp = crate::common::now_ms();
+    for t in gather_tables(&shard).await {
+        for (key, queues) in t {
+            let dst = w.offset_table.entry(key).or_default();
+            for (qid, off) in queues {
+                // Queue ids are u32 here and i32 in Java; ids above i32::MAX were never valid.
+                if let Ok(q) = i32::try_from(qid) {
+                    dst.insert(q, off);
+                }
+            }
+        }
+    }
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None)
+        .with_body(body::to_fastjson_legacy(&w)))
+}
+
+/// A slave takes its master's offsets (Java's `SlaveSynchronize.syncConsumerOffset`: the
+/// master's "topic@group" entries replace the slave's, entries the master lacks stay). Each
+/// queue's offset goes to its owner shard through the mesh; the periodic gathering persists them.
+pub async fn mirror(shard: &Rc<Shard>, table: BTreeMap<String, BTreeMap<i32, i64>>) {
+    let n = shard.mesh.len();
+    // Every shard hears of every key, with the queues it owns (maybe none): a key's queues
+    // the master no longer lists are dropped wherever they live.
+    let mut parts: Vec<OffsetTable> = vec![OffsetTable::new(); n];
+    for (key, queues) in table {
+        let topic = key.split('@').next().unwrap_or("").to_string();
+        for p in parts.iter_mut() {
+            p.insert(key.clone(), BTreeMap::new());
+        }
+        for (qid, off) in queues {
+            if let Ok(q) = u32::try_from(qid) {
+                let o = super::owner_of(&topic, q, n);
+                if let Some(m) = parts[o].get_mut(&key) {
+                    m.insert(q, off);
+                }
+            }
+        }
+    }
+    for (i, part) in parts.into_iter().enumerate() {
+        if i == shard.id {
+            replace_keys(shard, part);
+            continue;
+        }
+        if let Err(e) = shard
+            .mesh
+            .call(i, move |s| async move { replace_keys(&s, part) })
+            .await
+        {
+            tracing::warn!(shard = i, error = %e, "cannot hand mirrored offsets to their shard");
+        }
+    }
+}
+
+fn replace_keys(s: &Shard, part: OffsetTable) {
+    let mut t = s.offsets_mut();
+    for (key, queues) in part {
+        if queues.is_empty() {
+            t.remove(&key);
+        } else {
+            t.insert(key, queues);
+        }
+    }
 }
 
 #[cfg(test)]

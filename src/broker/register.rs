@@ -89,15 +89,21 @@ fn body_crc32(body: &[u8]) -> i32 {
 /// registration loop (writer) and the slave's HA client (reader).
 pub type LearnedMaster = Rc<std::cell::Cell<Option<SocketAddr>>>;
 
+/// Where a slave's master serves remoting requests: the `masterAddr` the name servers last
+/// answered a registration with (Java's `updateMasterAddress`, `SlaveSynchronize.masterAddr`);
+/// written by the registration loop on shard 0, read by `slave_sync`. Learned whether or not
+/// haMasterAddress is set.
+pub type MasterAddr = Rc<std::cell::Cell<Option<SocketAddr>>>;
+
 /// Shard 0's registration loop; never returns while the broker runs.
-pub async fn run(s0: Rc<Shard>, learned: LearnedMaster) {
+pub async fn run(s0: Rc<Shard>, learned: LearnedMaster, master: MasterAddr) {
     let period = Duration::from_millis(s0.ctx.cfg.register_name_server_period_ms);
     let mut clients: HashMap<SocketAddr, Client> = HashMap::new();
     loop {
         if s0.is_stopping() {
             return;
         }
-        register_all(&s0, &mut clients, &learned).await;
+        register_all(&s0, &mut clients, &learned, &master).await;
         let signal = SIGNAL.with(|s| s.borrow().clone());
         let _ = runtime::timeout(period, signal.notified()).await;
         SIGNAL.with(|s| *s.borrow_mut() = Waiter::new());
@@ -108,19 +114,27 @@ async fn register_all(
     s0: &Rc<Shard>,
     clients: &mut HashMap<SocketAddr, Client>,
     learned: &LearnedMaster,
+    master: &MasterAddr,
 ) {
     let mut all_ok = true;
     for addr in s0.ctx.cfg.namesrv_addr.clone() {
         let cmd = register_command(s0);
         match invoke(clients, addr, cmd).await {
             Ok(resp) => {
-                let ha = RegisterBrokerResponseHeader::from_command(&resp)
-                    .ok()
-                    .and_then(|h| h.ha_server_addr)
-                    .and_then(|a| a.parse::<SocketAddr>().ok());
+                let header = RegisterBrokerResponseHeader::from_command(&resp).ok();
+                let parse = |a: Option<String>| a.and_then(|a| a.parse::<SocketAddr>().ok());
+                let (ha, remoting) = match header {
+                    Some(h) => (parse(h.ha_server_addr), parse(h.master_addr)),
+                    None => (None, None),
+                };
                 if let Some(ha) = ha {
                     if learned.replace(Some(ha)) != Some(ha) {
                         tracing::info!(namesrv = %addr, master_ha = %ha, "the master's HA address");
+                    }
+                }
+                if let Some(m) = remoting {
+                    if master.replace(Some(m)) != Some(m) {
+                        tracing::info!(namesrv = %addr, master = %m, "the master's address");
                     }
                 }
             }

@@ -60,12 +60,17 @@ pub fn progress_file_bytes(table: BTreeMap<i32, i64>) -> Vec<u8> {
 
 /// Shard 0: every shard's level progress merged into the file bytes.
 pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
-    let mut all = s0.delay_progress().clone();
-    for i in 0..s0.mesh.len() {
-        if i == s0.id {
+    progress_file_bytes(gather_table(s0).await)
+}
+
+/// Every shard's level progress merged, asked from any shard (GET_ALL_DELAY_OFFSET too).
+pub async fn gather_table(shard: &Rc<Shard>) -> BTreeMap<i32, i64> {
+    let mut all = shard.delay_progress().clone();
+    for i in 0..shard.mesh.len() {
+        if i == shard.id {
             continue;
         }
-        match s0
+        match shard
             .mesh
             .call(i, |s| async move { s.delay_progress().clone() })
             .await
@@ -74,7 +79,32 @@ pub async fn gather(s0: &Rc<Shard>) -> Vec<u8> {
             Err(e) => tracing::warn!(error = %e, "cannot gather delay progress"),
         }
     }
-    progress_file_bytes(all)
+    all
+}
+
+/// A slave takes its master's level progress as Java's slave takes its `delayOffset.json`:
+/// the whole table is replaced. Each level goes to the shard owning its schedule queue, where
+/// it is only kept (the delivery tasks do not run on a slave) and persisted by the gathering.
+pub async fn mirror(shard: &Rc<Shard>, table: BTreeMap<i32, i64>) {
+    let n = shard.mesh.len();
+    let mut parts: Vec<BTreeMap<i32, i64>> = vec![BTreeMap::new(); n];
+    for (level, off) in table {
+        if level >= 1 {
+            parts[shard.owner(SCHEDULE_TOPIC, (level - 1) as u32)].insert(level, off);
+        }
+    }
+    for (i, part) in parts.into_iter().enumerate() {
+        if i == shard.id {
+            *shard.delay_progress_mut() = part;
+            continue;
+        }
+        let call = shard.mesh.call(i, move |s| async move {
+            *s.delay_progress_mut() = part;
+        });
+        if let Err(e) = call.await {
+            tracing::warn!(shard = i, error = %e, "cannot hand mirrored delay progress to its shard");
+        }
+    }
 }
 
 /// Starts one delivery task per level whose schedule queue this shard owns.

@@ -316,13 +316,18 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     if is_meta {
         topic_manager::topics_changed(&shard);
         let learned: register::LearnedMaster = Rc::default();
+        let master: register::MasterAddr = Rc::default();
         if shard.ctx.cfg.ha.broker_role.is_slave() {
             runtime::spawn(crate::broker::ha_client::follow(
                 shard.clone(),
                 learned.clone(),
             ));
+            runtime::spawn(crate::broker::slave_sync::run(
+                shard.clone(),
+                master.clone(),
+            ));
         }
-        runtime::spawn(register::run(shard.clone(), learned));
+        runtime::spawn(register::run(shard.clone(), learned, master));
         runtime::spawn(crate::broker::runtime_info::run_sampler(shard.clone()));
         runtime::spawn(periodic_meta(shard.clone()));
     }

@@ -424,9 +424,11 @@ pub struct ConsumerOffsetSerializeWrapper {
     pub offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
 }
 
-/// `delayOffset.json`: delay level -> offset in the schedule topic queue.
+/// GET_ALL_DELAY_OFFSET reply (Java's `ScheduleMessageService.encode`, the shape of
+/// `delayOffset.json`): delay level -> next offset in the level's schedule queue.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct DelayOffsetSerializeWrapper {
+    pub data_version: DataVersion,
     pub offset_table: BTreeMap<i32, i64>,
 }
