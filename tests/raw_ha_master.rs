@@ -3,7 +3,9 @@
 //! of a 12-byte header (offset, size) and raw commit-log bytes, contiguous, never crossing a
 //! segment, no larger than `haTransferBatchSize`, with empty frames as heartbeats; an empty
 //! slave (report 0) starts at the master's last segment; a report past the master's end closes
-//! the connection. The bytes received equal the master's segment files.
+//! the connection. The bytes received equal the master's segment files. Bad slaves (garbage,
+//! a lie about their offset, half a report, one that stops reading) are dropped while a good
+//! slave and the clients are served.
 
 mod raw_support;
 
@@ -161,4 +163,153 @@ fn a_report_past_the_end_closes_the_connection() {
     let mut s = Slave::connect(ha);
     s.report(1 << 40);
     assert!(s.frame().is_none(), "the master sends nothing and closes");
+}
+
+/// Reads until the master closes the connection; false if it is still open after `within`.
+fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buf = [0u8; 65536];
+    while std::time::Instant::now() < deadline {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+/// Bad slaves are dropped one by one while a good slave and the clients are served: garbage,
+/// a later report past the end, a half-sent report, and a slave that stops reading.
+#[test]
+fn bad_slaves_are_dropped_and_the_rest_served() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let master = RawBroker::start(&[
+        &format!("mappedFileSizeCommitLog={SEGMENT}"),
+        "maxMessageSize=8192",
+        &format!("haTransferBatchSize={BATCH}"),
+        "haSendHeartbeatInterval=200",
+        "haHousekeepingInterval=1000",
+    ]);
+    let ha = master.ha.unwrap();
+    send(&master, 300);
+    // A good slave, as Java's: it reads all the time and reports after every frame, the
+    // heartbeats included.
+    let stop = Arc::new(AtomicBool::new(false));
+    let good_end = Arc::new(AtomicU64::new(1));
+    let good = {
+        let (stop, good_end) = (stop.clone(), good_end.clone());
+        std::thread::spawn(move || {
+            let mut s = Slave::connect(ha);
+            s.report(1);
+            let mut got = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                let (phy, body) = s.frame().expect("the good slave stays connected");
+                assert_eq!(phy, 1 + got.len() as u64, "frames are contiguous");
+                got.extend_from_slice(&body);
+                good_end.store(1 + got.len() as u64, Ordering::SeqCst);
+                s.report(1 + got.len() as u64);
+            }
+            got
+        })
+    };
+
+    // Garbage: text read as offsets far past the end.
+    let mut garbage = TcpStream::connect(ha).unwrap();
+    garbage
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    assert!(
+        closed_within(&mut garbage, Duration::from_secs(5)),
+        "garbage"
+    );
+
+    // A valid start, then a report of bytes the master never sent.
+    let mut liar = Slave::connect(ha);
+    liar.report(1);
+    liar.report(1 << 40);
+    assert!(
+        closed_within(&mut liar.s, Duration::from_secs(5)),
+        "a report past the end"
+    );
+
+    // Half a report, then silence: housekeeping drops it.
+    let mut half = TcpStream::connect(ha).unwrap();
+    half.write_all(&[0, 0, 0, 0]).unwrap();
+    assert!(
+        closed_within(&mut half, Duration::from_secs(5)),
+        "half a report"
+    );
+
+    // A slave that asks for everything and keeps reporting but never reads: more than the
+    // sockets can buffer stalls the master's writes, and it is dropped after housekeeping
+    // (then reading finds the end of the stream).
+    let mut stuck = Slave::connect(ha);
+    stuck.report(1);
+    let stuck_beat = {
+        let (mut s, stop) = (stuck.s.try_clone().unwrap(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                if s.write_all(&1i64.to_be_bytes()).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    send(&master, 12_000);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        closed_within(&mut stuck.s, Duration::from_secs(5)),
+        "a slave that stopped reading"
+    );
+
+    // The good slave got everything meanwhile, and clients were served throughout.
+    send(&master, 5);
+    let want = commit_log_end(master.dir.path());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while good_end.load(Ordering::SeqCst) < want {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the good slave fell behind"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::SeqCst);
+    let got = good.join().expect("the good slave");
+    stuck_beat.join().unwrap();
+    assert!(got.len() > 12_000 * 1024, "{}", got.len());
+    assert_eq!(got, commit_log(master.dir.path(), 1, got.len()));
+}
+
+/// Where the master's commit log ends: the last segment's last record.
+fn commit_log_end(store: &Path) -> u64 {
+    let dir = store.join("commitlog");
+    let mut segs: Vec<u64> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    segs.sort();
+    for seg in segs.into_iter().rev() {
+        let bytes = std::fs::read(dir.join(format!("{seg:020}"))).unwrap();
+        let mut at = 0usize;
+        while at + 8 <= bytes.len() {
+            let total = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            let magic = u32::from_be_bytes(bytes[at + 4..at + 8].try_into().unwrap());
+            // A blank end marker's magic ends a full segment; total 0 ends the written part.
+            if total == 0 || magic == ringmq::protocol::message::BLANK_MAGIC {
+                break;
+            }
+            at += total;
+        }
+        if at > 0 {
+            return seg + at as u64;
+        }
+    }
+    0
 }

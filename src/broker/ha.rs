@@ -248,25 +248,33 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
                 .reader()
                 .locate(next, len)
                 .map_err(|e| format!("cannot read the commit log at {next}+{len}: {e}"))?;
-            stream
-                .write_all_more(&encode_transfer_header(next, len))
-                .await
-                .map_err(|e| format!("write error: {e}"))?;
-            stream
-                .sendfile_all(range.file.as_raw_fd(), range.offset, len as usize, &|| {
-                    range.is_live()
-                })
-                .await
-                .map_err(|e| format!("sendfile error: {e}"))?;
+            // A slave that stops reading stalls these writes: it is dropped after
+            // `haHousekeepingInterval`, as one that stops reporting is.
+            let sent = runtime::timeout(housekeeping, async {
+                stream
+                    .write_all_more(&encode_transfer_header(next, len))
+                    .await?;
+                stream
+                    .sendfile_all(range.file.as_raw_fd(), range.offset, len as usize, &|| {
+                        range.is_live()
+                    })
+                    .await
+            })
+            .await
+            .ok_or_else(|| stalled(housekeeping))?;
+            sent.map_err(|e| format!("write error: {e}"))?;
             next += len as u64;
             last_write = Instant::now();
             continue;
         }
         if last_write.elapsed() >= heartbeat {
-            stream
-                .write_all(&encode_transfer_header(next, 0))
-                .await
-                .map_err(|e| format!("write error: {e}"))?;
+            runtime::timeout(
+                housekeeping,
+                stream.write_all(&encode_transfer_header(next, 0)),
+            )
+            .await
+            .ok_or_else(|| stalled(housekeeping))?
+            .map_err(|e| format!("write error: {e}"))?;
             last_write = Instant::now();
         }
         // Sleep until the slave reports, the writer publishes past `next`, or a heartbeat or
@@ -284,6 +292,10 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
         );
         let _ = runtime::timeout(due, woken).await;
     }
+}
+
+fn stalled(housekeeping: Duration) -> String {
+    format!("the slave read nothing for {} ms", housekeeping.as_millis())
 }
 
 /// Shard `i` of a SYNC_MASTER that waits for slaves: answers its waiting sends as the slaves'
