@@ -196,3 +196,32 @@ fn a_slave_keeps_a_far_behind_reader() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A slave takes consumer offset commits into its own table and answers queries from it (a
+/// client commits there once its master is gone from the route).
+#[test]
+fn a_slave_keeps_offsets_committed_to_it() {
+    let master = RawBroker::start(&[]);
+    let slave = RawBroker::start_broker(
+        master.namesrv,
+        &["brokerRole=SLAVE", "brokerId=1", "slaveReadEnable=true"],
+    );
+    create_topic(slave.broker);
+    let mut c = Conn::connect(slave.broker);
+    let r = c.call(
+        RemotingCommand::new_request(request_code::UPDATE_CONSUMER_OFFSET)
+            .with_ext("consumerGroup", "g_off")
+            .with_ext("topic", TOPIC)
+            .with_ext("queueId", 2)
+            .with_ext("commitOffset", 17),
+    );
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let r = c.call(
+        RemotingCommand::new_request(request_code::QUERY_CONSUMER_OFFSET)
+            .with_ext("consumerGroup", "g_off")
+            .with_ext("topic", TOPIC)
+            .with_ext("queueId", 2),
+    );
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    assert_eq!(r.ext("offset"), Some("17"));
+}
