@@ -6,7 +6,6 @@
 #![recursion_limit = "256"]
 
 mod common;
-#[allow(dead_code)]
 mod raw_support;
 
 use std::collections::HashSet;
