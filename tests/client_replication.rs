@@ -342,6 +342,20 @@ fn a_consumer_moves_to_the_slave_when_the_master_dies() {
             killed.elapsed()
         );
         let _ = tokio::time::timeout(Duration::from_secs(10), consumer.shutdown()).await;
+        // The name server routes the group through its slave alone.
+        let route = String::from_utf8_lossy(
+            &Conn::connect(sock(&ns))
+                .call(
+                    RemotingCommand::new_request(request_code::GET_ROUTEINFO_BY_TOPIC)
+                        .with_ext("topic", topic.as_str()),
+                )
+                .body,
+        )
+        .into_owned();
+        assert!(
+            route.contains(&format!("\"brokerAddrs\":{{\"1\":\"{s_addr}\"}}")),
+            "{route}"
+        );
         println!("test b took {:?}", started.elapsed());
     });
     drop(slave);

@@ -224,4 +224,25 @@ fn a_slave_keeps_offsets_committed_to_it() {
     );
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     assert_eq!(r.ext("offset"), Some("17"));
+
+    // An offset a pull carries (COMMIT_OFFSET flag) is not kept on a slave, as in Java.
+    let r = c.call(
+        pull_cmd(TOPIC, 3, 0, 0)
+            .with_ext("consumerGroup", "g_off")
+            .with_ext("sysFlag", 1 | 4)
+            .with_ext("commitOffset", 9),
+    );
+    assert_eq!(
+        r.code,
+        response_code::PULL_RETRY_IMMEDIATELY,
+        "{:?}",
+        r.remark
+    );
+    let r = c.call(
+        RemotingCommand::new_request(request_code::QUERY_CONSUMER_OFFSET)
+            .with_ext("consumerGroup", "g_off")
+            .with_ext("topic", TOPIC)
+            .with_ext("queueId", 3),
+    );
+    assert_ne!(r.ext("offset"), Some("9"), "{} {:?}", r.code, r.remark);
 }

@@ -1,5 +1,7 @@
-//! The ringmq processes of a test: [`Broker`] (`ringmq serve`, embedded name server and broker)
-//! and [`SecondBroker`] (a stand-alone `ringmq broker` registering with it), each on a fresh
+//! The ringmq processes of a test: [`Broker`] (`ringmq serve`, embedded name server and broker),
+//! [`SecondBroker`] (a stand-alone `ringmq broker` registering with it), [`NameServer`] (a
+//! stand-alone `ringmq namesrv`) and [`GroupBroker`] (a master or slave `ringmq broker` that can
+//! be stopped, killed and started again on its store), each on a fresh
 //! temp store with ephemeral ports, output drained by background threads, killed and cleaned
 //! up on drop, with the tail of stderr kept for failure reports.
 
