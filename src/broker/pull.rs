@@ -449,10 +449,11 @@ fn lookup_uncounted(s: &Shard, q: &PullQuery) -> PullAnswer {
             offset += 1;
             continue;
         };
-        last_phy = unit.phy_offset;
         if !ans.ranges.is_empty() && bytes + unit.size as usize > q.max_bytes {
             break;
         }
+        // Java's maxPhyOffsetPulling: the last unit looked at, matched by the filter or not.
+        last_phy = unit.phy_offset;
         offset += 1;
         if !q.filter.accepts_unit(unit.tags_code) {
             continue;
