@@ -235,9 +235,9 @@ fn the_slave_holds_the_masters_log_and_queues() {
 }
 
 /// A lite pull consumer of `topic` that refreshes routes every 10 s (the client's minimum; the
-/// default is 30 s) and gives up on an unanswered pull after 3 s: the client does not fail the
-/// pulls in flight on a connection that dies, so with its default (30 s) the switch to the
-/// slave would wait for them.
+/// default is 30 s) and gives up on an unanswered pull after 3 s: pulls in flight to the master
+/// when it dies are only retried once they time out (with the push consumer, whose 30 s
+/// timeout is fixed, the switch to the slave took 25 to 30 s).
 async fn failover_consumer(ns: &str, group: &str, topic: &str) -> DefaultLitePullConsumer {
     let mut config = ClientConfig::new();
     config.set_poll_name_server_interval(10_000);
