@@ -106,8 +106,9 @@ fn queue_id(q: i32) -> Result<u32, BrokerError> {
 }
 
 /// Bytes of the commit log taken to be in the page cache: `accessMessageInMemoryMaxRatio`
-/// percent of physical memory, Java's own estimate (`estimateInMemByCommitOffset`).
-fn in_memory_budget(ratio_percent: u32) -> u64 {
+/// percent of physical memory, Java's own estimate (`estimateInMemByCommitOffset`); pulls use
+/// it too, to suggest a slave to a consumer reading far behind (`broker::pull`).
+pub(crate) fn in_memory_budget(ratio_percent: u32) -> u64 {
     static PHYSICAL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let physical = *PHYSICAL.get_or_init(|| {
         // SAFETY: sysconf only reads system constants.

@@ -5,6 +5,11 @@
 //! suspend timeout passes). The owner answers with commit-log ranges only; the connection's shard
 //! sends them with sendfile straight from the segment files. No message byte is copied in user
 //! space on this path.
+//!
+//! It also answers which broker of the group the consumer should pull from next
+//! (`suggestWhichBrokerId`, Java's reading from slaves): the group's `whichBrokerWhenConsumeSlowly`
+//! when the consumer reads far behind the end of the commit log and `slaveReadEnable` is on,
+//! else the group's `brokerId`; a slave sends its consumers back to the master.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -33,6 +38,9 @@ pub const FLAG_SUBSCRIPTION: i32 = 0x4;
 
 /// How many ConsumeQueue units one pull may scan past filtered-out entries.
 const MAX_SCAN_UNITS: u64 = 800;
+
+/// `MixAll.MASTER_ID`.
+const MASTER_ID: i64 = 0;
 
 /// Which tags a pull accepts; `None` = every message. The hash set screens ConsumeQueue units;
 /// the names confirm the exact tag of a candidate before it is sent (hash collisions).
@@ -178,6 +186,10 @@ pub struct PullAnswer {
     pub min_offset: i64,
     pub max_offset: i64,
     pub ranges: Vec<(u64, u32)>,
+    /// Java's `isSuggestPullingFromSlave`: the last unit looked at lies further behind the end
+    /// of the commit log than the share of memory `accessMessageInMemoryMaxRatio` allows, so it
+    /// is probably no longer in the page cache.
+    pub behind: bool,
 }
 
 /// Serves a pull request; returns the response frame (zero-copy when messages were found).
@@ -207,7 +219,12 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
     }
     let filter = resolve_filter(&shard, &h).await?;
     let cfg = &shard.ctx.cfg;
-    let suspend = if h.sys_flag & FLAG_SUSPEND != 0 {
+    // A slave answers every miss with PULL_RETRY_IMMEDIATELY (see `suggest`), so it never parks
+    // a pull, as in Java where that rule runs before the pull is suspended.
+    let on_slave = cfg.registered_broker_id() != MASTER_ID;
+    let suspend = if on_slave {
+        None
+    } else if h.sys_flag & FLAG_SUSPEND != 0 {
         let ms = if cfg.long_polling_enable {
             h.suspend_timeout_millis.clamp(0, 60_000) as u64
         } else {
@@ -228,7 +245,9 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
             .map(|b| (b.max(1) as usize).min(MAX_PULL_BYTES))
             .unwrap_or(MAX_PULL_BYTES),
         filter,
-        commit_offset: (h.sys_flag & FLAG_COMMIT_OFFSET != 0).then_some(h.commit_offset),
+        // As Java, a slave keeps no offset a pull carries (UPDATE_CONSUMER_OFFSET still lands).
+        commit_offset: (h.sys_flag & FLAG_COMMIT_OFFSET != 0 && !ha.broker_role.is_slave())
+            .then_some(h.commit_offset),
         suspend,
     };
     let owner = shard.owner(&q.topic, q.queue_id);
@@ -237,9 +256,10 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
     } else {
         shard.mesh.call(owner, move |s| pull_on_owner(s, q)).await?
     };
-    let mut resp = RemotingCommand::response_for(cmd, ans.code, Some(ans.remark.to_string()));
+    let (code, suggest_which_broker_id) = suggest(&shard, &h.consumer_group, &ans).await?;
+    let mut resp = RemotingCommand::response_for(cmd, code, Some(ans.remark.to_string()));
     PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
+        suggest_which_broker_id,
         next_begin_offset: ans.next_begin_offset,
         min_offset: ans.min_offset,
         max_offset: ans.max_offset,
@@ -256,6 +276,48 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
         prefix: prefix.freeze(),
         ranges: ans.ranges,
     })
+}
+
+/// The response code and `suggestWhichBrokerId` of an answer, by Java's rules
+/// (`PullMessageProcessor.composeResponseHeader`):
+/// - `slaveReadEnable` off: the master (0);
+/// - on: the group's `whichBrokerWhenConsumeSlowly` when the consumer reads far behind, else the
+///   group's `brokerId` (Java's defaults, 1 and 0, for a group without a config);
+/// - on a slave, unless it suggests a slave itself: the master, and anything but FOUND becomes
+///   PULL_RETRY_IMMEDIATELY. Java applies this while the lowest broker id it knows in its group
+///   is the master's; that id only changes in acting-master mode, which ringmq does not run, so
+///   here it always applies (a consumer whose master is gone falls back to the slave anyway:
+///   the client picks any address of the group when the suggested one is missing).
+async fn suggest(
+    shard: &Rc<Shard>,
+    group: &str,
+    ans: &PullAnswer,
+) -> Result<(i32, i64), BrokerError> {
+    let cfg = &shard.ctx.cfg;
+    let mut code = ans.code;
+    let mut which = MASTER_ID;
+    if cfg.ha.slave_read_enable {
+        let g = group.to_string();
+        let ids = shard.mesh.call(0, move |s0| async move {
+            s0.meta()
+                .groups
+                .get(&g)
+                .map(|c| (c.broker_id, c.which_broker_when_consume_slowly))
+        });
+        let defaults = crate::protocol::body::SubscriptionGroupConfig::default();
+        let (broker_id, slowly) = ids.await?.unwrap_or((
+            defaults.broker_id,
+            defaults.which_broker_when_consume_slowly,
+        ));
+        which = if ans.behind { slowly } else { broker_id };
+    }
+    if cfg.registered_broker_id() != MASTER_ID && !ans.behind {
+        which = MASTER_ID;
+        if code != rc::SUCCESS {
+            code = rc::PULL_RETRY_IMMEDIATELY;
+        }
+    }
+    Ok((code, which))
 }
 
 /// The tag filter from the request (SUBSCRIPTION flag) or from the group's heartbeat.
@@ -345,6 +407,7 @@ fn lookup_uncounted(s: &Shard, q: &PullQuery) -> PullAnswer {
         min_offset: min,
         max_offset: max,
         ranges: Vec::new(),
+        behind: false,
     };
     if max == 0 {
         if q.offset != 0 {
@@ -379,6 +442,8 @@ fn lookup_uncounted(s: &Shard, q: &PullQuery) -> PullAnswer {
     // Units whose segment retention already deleted, before this queue is trimmed (clean.rs),
     // are skipped like RocketMQ's MESSAGE_WAS_REMOVING: the client retries past them.
     let min_phy = s.ctx.writer.min_phy_offset();
+    let max_phy = s.ctx.writer.max_phy_offset();
+    let mut last_phy = 0u64;
     while offset < end && ans.ranges.len() < q.max_msgs {
         let Some(unit) = state.cq.get(offset).filter(|u| u.phy_offset >= min_phy) else {
             offset += 1;
@@ -387,6 +452,8 @@ fn lookup_uncounted(s: &Shard, q: &PullQuery) -> PullAnswer {
         if !ans.ranges.is_empty() && bytes + unit.size as usize > q.max_bytes {
             break;
         }
+        // Java's maxPhyOffsetPulling: the last unit looked at, matched by the filter or not.
+        last_phy = unit.phy_offset;
         offset += 1;
         if !q.filter.accepts_unit(unit.tags_code) {
             continue;
@@ -398,6 +465,8 @@ fn lookup_uncounted(s: &Shard, q: &PullQuery) -> PullAnswer {
         ans.ranges.push((unit.phy_offset, unit.size));
     }
     ans.next_begin_offset = offset as i64;
+    let window = offsets::in_memory_budget(s.ctx.cfg.access_message_in_memory_max_ratio);
+    ans.behind = max_phy.saturating_sub(last_phy) > window;
     if ans.ranges.is_empty() {
         ans.code = rc::PULL_RETRY_IMMEDIATELY;
         ans.remark = "NO_MATCHED_MESSAGE";

@@ -1,5 +1,7 @@
-//! The ringmq processes of a test: [`Broker`] (`ringmq serve`, embedded name server and broker)
-//! and [`SecondBroker`] (a stand-alone `ringmq broker` registering with it), each on a fresh
+//! The ringmq processes of a test: [`Broker`] (`ringmq serve`, embedded name server and broker),
+//! [`SecondBroker`] (a stand-alone `ringmq broker` registering with it), [`NameServer`] (a
+//! stand-alone `ringmq namesrv`) and [`GroupBroker`] (a master or slave `ringmq broker` that can
+//! be stopped, killed and started again on its store), each on a fresh
 //! temp store with ephemeral ports, output drained by background threads, killed and cleaned
 //! up on drop, with the tail of stderr kept for failure reports.
 
@@ -382,5 +384,157 @@ impl SecondBroker {
     }
     pub fn stderr_tail(&self) -> String {
         self.proc.stderr_text()
+    }
+}
+
+/// A stand-alone name server (`ringmq namesrv`), so brokers can die while routes survive.
+pub struct NameServer {
+    proc: Proc,
+    _dir: tempfile::TempDir,
+    addr: String,
+}
+
+impl NameServer {
+    pub fn start() -> NameServer {
+        let dir = tempfile::Builder::new()
+            .prefix("ringmq-test-ns-")
+            .tempdir()
+            .expect("create temp dir");
+        let args: Vec<String> = vec![
+            "namesrv".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--kv-config".into(),
+            dir.path().join("kvConfig.json").display().to_string(),
+        ];
+        let (proc, addrs) = Proc::spawn("namesrv", &args, &["namesrv listening on"]);
+        NameServer {
+            proc,
+            _dir: dir,
+            addr: addrs[0].clone(),
+        }
+    }
+
+    pub fn addr(&self) -> String {
+        self.addr.clone()
+    }
+
+    pub fn stderr_tail(&self) -> String {
+        self.proc.stderr_text()
+    }
+}
+
+/// A `ringmq broker` process of a replicated group (a master or a `brokerRole=SLAVE`),
+/// registered with the name servers at `namesrv`, on its own temp store that survives
+/// [`GroupBroker::stop`] / [`GroupBroker::kill9`] for [`GroupBroker::respawn`].
+pub struct GroupBroker {
+    proc: Option<Proc>,
+    store: tempfile::TempDir,
+    namesrv: String,
+    options: Vec<(String, String)>,
+    broker_addr: String,
+    starts: usize,
+}
+
+impl GroupBroker {
+    /// Starts with `options` (RocketMQ keys) on a fresh store; waits for the HA listener of a
+    /// master as well as the broker listener.
+    pub fn start(namesrv: &str, options: &[(&str, &str)]) -> GroupBroker {
+        let store = tempfile::Builder::new()
+            .prefix("ringmq-test-g-")
+            .tempdir()
+            .expect("create temp store dir");
+        let mut b = GroupBroker {
+            proc: None,
+            store,
+            namesrv: namesrv.to_string(),
+            options: options
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            broker_addr: String::new(),
+            starts: 0,
+        };
+        b.spawn();
+        b
+    }
+
+    fn is_slave(&self) -> bool {
+        self.options
+            .iter()
+            .any(|(k, v)| k == "brokerRole" && v == "SLAVE")
+    }
+
+    fn spawn(&mut self) {
+        assert!(self.proc.is_none(), "spawn while a ringmq is still running");
+        let mut args: Vec<String> = vec![
+            "broker".into(),
+            "--namesrv-addr".into(),
+            self.namesrv.clone(),
+            "--broker-listen".into(),
+            "127.0.0.1:0".into(),
+            "--store-dir".into(),
+            self.store.path().display().to_string(),
+            "-o".into(),
+            "mappedFileSizeCommitLog=67108864".into(),
+            "-o".into(),
+            "brokerIP1=127.0.0.1".into(),
+        ];
+        if let Some(flush) = flush_override() {
+            args.push("-o".into());
+            args.push(format!("flushDiskType={flush}"));
+        }
+        for (k, v) in &self.options {
+            args.push("-o".into());
+            args.push(format!("{k}={v}"));
+        }
+        self.starts += 1;
+        let role = if self.is_slave() { "slave" } else { "master" };
+        let prefixes: &[&str] = if self.is_slave() {
+            &["broker listening on"]
+        } else {
+            &["broker listening on", "ha listening on"]
+        };
+        let (proc, addrs) = Proc::spawn(&format!("{role}#{}", self.starts), &args, prefixes);
+        self.broker_addr = addrs[0].clone();
+        self.proc = Some(proc);
+    }
+
+    /// Broker address, `127.0.0.1:PORT` (changes across restarts).
+    pub fn broker_addr(&self) -> String {
+        self.broker_addr.clone()
+    }
+
+    pub fn store_dir(&self) -> &Path {
+        self.store.path()
+    }
+
+    /// SIGTERM and wait; asserts a clean exit. The store is kept.
+    pub fn stop(&mut self) {
+        let mut proc = self.proc.take().expect("broker not running");
+        let status = proc.terminate();
+        assert!(
+            status.success(),
+            "ringmq must exit 0 on SIGTERM, got {status}"
+        );
+    }
+
+    /// SIGKILL (a crash); the store is kept.
+    pub fn kill9(&mut self) {
+        if let Some(mut proc) = self.proc.take() {
+            proc.kill9();
+        }
+    }
+
+    /// Starts again on the same store.
+    pub fn respawn(&mut self) {
+        self.spawn();
+    }
+
+    pub fn stderr_tail(&self) -> String {
+        self.proc
+            .as_ref()
+            .map(Proc::stderr_text)
+            .unwrap_or_default()
     }
 }
