@@ -34,8 +34,7 @@ fn sock(addr: &str) -> SocketAddr {
     addr.parse().expect("broker address")
 }
 
-/// Creates `topic` with `queues` queues on the broker at `addr` (a slave copies no topic
-/// configs from its master yet: a topic it serves is created on it as well).
+/// Creates `topic` with `queues` queues on the broker at `addr`.
 fn create_topic_on(addr: &str, topic: &str, queues: i32) {
     let r = Conn::connect(sock(addr)).call(
         RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_TOPIC)
@@ -48,6 +47,21 @@ fn create_topic_on(addr: &str, topic: &str, queues: i32) {
             .with_ext("order", false),
     );
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+}
+
+/// Waits until the broker at `addr` lists `topic` in GET_ALL_TOPIC_CONFIG.
+fn wait_topic_on(addr: &str, topic: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let r = Conn::connect(sock(addr)).call(RemotingCommand::new_request(
+            request_code::GET_ALL_TOPIC_CONFIG,
+        ));
+        if String::from_utf8_lossy(&r.body).contains(&format!("\"{topic}\"")) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{addr} never listed {topic}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// GET_MIN_OFFSET and GET_MAX_OFFSET of every queue, `(min, max)`.
@@ -291,7 +305,8 @@ fn a_consumer_moves_to_the_slave_when_the_master_dies() {
     let slave = GroupBroker::start(&ns, SLAVE);
     let topic = unique_topic("failover");
     create_topic_on(&master.broker_addr(), &topic, QUEUES);
-    create_topic_on(&slave.broker_addr(), &topic, QUEUES);
+    // The slave serves the topic once it mirrored the master's topic configs (every 3 s).
+    wait_topic_on(&slave.broker_addr(), &topic);
     let (m_addr, s_addr) = (master.broker_addr(), slave.broker_addr());
     run(async move {
         let mut producer = producer(&ns).await;
