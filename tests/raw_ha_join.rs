@@ -2,8 +2,8 @@
 //! it at its last segment (as Java's does), and the slave's log begins there, byte for byte the
 //! master's; its consume queues begin at the first queue offset they hold (GET_MIN_OFFSET), end
 //! where the master's do (GET_MAX_OFFSET), and serve the master's messages from there (a pull
-//! below answers OFFSET_TOO_SMALL with the queue's min). Killed and started again on its store,
-//! the slave keeps that log and catches up.
+//! below is sent back to the master with the queue's min, as every miss on a slave is). Killed
+//! and started again on its store, the slave keeps that log and catches up.
 
 mod raw_support;
 
@@ -295,14 +295,16 @@ fn an_empty_slave_joins_a_master_of_several_segments() {
         let on_slave = pull_all(slave.broker, t, *q, lo, hi);
         assert_eq!(on_slave.len() as i64, hi - lo, "{t}/{q}");
         assert_eq!(on_slave, pull_all(master.broker, t, *q, lo, hi), "{t}/{q}");
-        // Below the min: OFFSET_TOO_SMALL, start again at the min.
+        // Below the min: as any miss on a slave, PULL_RETRY_IMMEDIATELY with the master
+        // suggested (Java's rule), and the min to start again from.
         let r = Conn::connect(slave.broker).call(pull_cmd(t, *q, lo - 1, 0));
         assert_eq!(
             r.code,
-            response_code::PULL_OFFSET_MOVED,
+            response_code::PULL_RETRY_IMMEDIATELY,
             "{t}/{q}: {:?}",
             r.remark
         );
+        assert_eq!(r.ext("suggestWhichBrokerId"), Some("0"));
         assert_eq!(r.ext("nextBeginOffset"), Some(lo.to_string().as_str()));
     }
 

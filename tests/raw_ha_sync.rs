@@ -310,3 +310,43 @@ fn killed_master_loses_no_acknowledged_message() {
     }
     println!("{total} acknowledged messages checked over 20 kills");
 }
+
+fn ha_status(addr: SocketAddr) -> serde_json::Value {
+    let r = Conn::connect(addr).call(RemotingCommand::new_request(
+        request_code::GET_BROKER_HA_STATUS,
+    ));
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    serde_json::from_slice(&r.body).expect("HARuntimeInfo JSON")
+}
+
+/// GET_BROKER_HA_STATUS (907, `mqadmin haStatus`): the master lists its slave, caught up and
+/// in sync; the slave shows its master's HA address and the same end.
+#[test]
+fn ha_status_shows_both_sides() {
+    let master = sync_master(&[]);
+    let ha = master.ha.unwrap();
+    let slave = slave_of(ha);
+    let mut c = Conn::connect(master.broker);
+    for i in 0..50 {
+        let r = c.call(send_cmd(TOPIC, 0, format!("s{i}").as_bytes(), ""));
+        assert_eq!(r.code, response_code::SUCCESS);
+    }
+    let m = ha_status(master.broker);
+    assert_eq!(m["master"], true);
+    let end = m["masterCommitLogMaxOffset"].as_u64().unwrap();
+    assert!(end > 50 * 100, "{m}");
+    assert_eq!(m["inSyncSlaveNums"], 1, "{m}");
+    let conn = &m["haConnectionInfo"][0];
+    assert_eq!(conn["slaveAckOffset"].as_u64(), Some(end), "{m}");
+    assert_eq!(conn["diff"], 0);
+    assert_eq!(conn["inSync"], true);
+    assert_eq!(conn["transferFromWhere"].as_u64(), Some(end));
+    assert!(conn["addr"].as_str().unwrap().starts_with("127.0.0.1:"));
+
+    let s = ha_status(slave.broker);
+    assert_eq!(s["master"], false, "{s}");
+    let client = &s["haClientRuntimeInfo"];
+    assert_eq!(client["masterAddr"], ha.to_string());
+    assert_eq!(client["maxOffset"].as_u64(), Some(end));
+    assert!(client["lastReadTimestamp"].as_u64().unwrap() > 1_700_000_000_000);
+}

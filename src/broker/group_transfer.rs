@@ -1,6 +1,7 @@
 //! What a SYNC_MASTER's sends wait for (Java's `GroupTransferService` with RocketMQ 5's
 //! `inSyncReplicas`, which counts the master): how far each connected slave has acknowledged
-//! ([`SlaveAcks`], written by the HA connections on shard 0 and read by every shard), and each
+//! ([`SlaveAcks`], written by the HA connections on shard 0 and read by every shard, which
+//! also says who each slave is and how its transfer goes, for GET_BROKER_HA_STATUS), and each
 //! shard's sends waiting for enough copies ([`GroupTransfer`], owned by that shard).
 //!
 //! The wait is a group commit: one report from a slave answers every waiting send it covers,
@@ -10,6 +11,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
@@ -26,6 +28,11 @@ const NO_SLAVE: u64 = u64::MAX;
 /// moves.
 pub struct SlaveAcks {
     acked: [AtomicU64; MAX_SLAVES],
+    /// Per slot: the slave's address (`encode_addr`), where its transfer stands (the next
+    /// offset to send) and the bytes sent to it in the last whole second.
+    peer: [[AtomicU64; 3]; MAX_SLAVES],
+    next: [AtomicU64; MAX_SLAVES],
+    bytes_per_s: [AtomicU64; MAX_SLAVES],
     /// Per shard: its `group_transfer` task, and whether an ack moved since it last looked.
     shards: Vec<(AtomicWaker, AtomicBool)>,
 }
@@ -34,24 +41,52 @@ impl SlaveAcks {
     pub fn new(shards: usize) -> SlaveAcks {
         SlaveAcks {
             acked: std::array::from_fn(|_| AtomicU64::new(NO_SLAVE)),
+            peer: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            next: std::array::from_fn(|_| AtomicU64::new(0)),
+            bytes_per_s: std::array::from_fn(|_| AtomicU64::new(0)),
             shards: (0..shards.max(1))
                 .map(|_| (AtomicWaker::new(), AtomicBool::new(false)))
                 .collect(),
         }
     }
 
-    /// A slot for a new slave connection, acknowledging nothing yet; `None` when
-    /// [`MAX_SLAVES`] are connected.
-    pub fn attach(self: &Arc<Self>) -> Option<SlaveSlot> {
+    /// A slot for a new connection from the slave at `peer`, acknowledging nothing yet;
+    /// `None` when [`MAX_SLAVES`] are connected.
+    pub fn attach(self: &Arc<Self>, peer: SocketAddr) -> Option<SlaveSlot> {
         (0..MAX_SLAVES).find_map(|i| {
             self.acked[i]
                 .compare_exchange(NO_SLAVE, 0, Ordering::AcqRel, Ordering::Acquire)
                 .ok()
-                .map(|_| SlaveSlot {
-                    acks: self.clone(),
-                    index: i,
+                .map(|_| {
+                    for (w, v) in self.peer[i].iter().zip(encode_addr(peer)) {
+                        w.store(v, Ordering::Release);
+                    }
+                    self.next[i].store(0, Ordering::Release);
+                    self.bytes_per_s[i].store(0, Ordering::Release);
+                    SlaveSlot {
+                        acks: self.clone(),
+                        index: i,
+                    }
                 })
         })
+    }
+
+    /// Each connected slave: its address, acknowledged offset, the next offset to send it,
+    /// and the bytes sent to it in the last whole second.
+    pub fn slaves(&self) -> Vec<SlaveInfo> {
+        (0..MAX_SLAVES)
+            .filter_map(|i| {
+                let acked = self.acked[i].load(Ordering::Acquire);
+                (acked != NO_SLAVE).then(|| SlaveInfo {
+                    addr: decode_addr(std::array::from_fn(|w| {
+                        self.peer[i][w].load(Ordering::Acquire)
+                    })),
+                    acked,
+                    next: self.next[i].load(Ordering::Acquire),
+                    bytes_per_s: self.bytes_per_s[i].load(Ordering::Acquire),
+                })
+            })
+            .collect()
     }
 
     /// The acknowledged offsets of the connected slaves.
@@ -106,7 +141,47 @@ pub struct SlaveSlot {
     index: usize,
 }
 
+/// One connected slave as [`SlaveAcks::slaves`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlaveInfo {
+    pub addr: SocketAddr,
+    pub acked: u64,
+    pub next: u64,
+    pub bytes_per_s: u64,
+}
+
+/// An address in three words: family and port, then the IP's bits.
+fn encode_addr(a: SocketAddr) -> [u64; 3] {
+    match a.ip() {
+        IpAddr::V4(ip) => [4 << 16 | a.port() as u64, u32::from(ip) as u64, 0],
+        IpAddr::V6(ip) => {
+            let bits = u128::from(ip);
+            [6 << 16 | a.port() as u64, (bits >> 64) as u64, bits as u64]
+        }
+    }
+}
+
+fn decode_addr(w: [u64; 3]) -> SocketAddr {
+    let port = (w[0] & 0xffff) as u16;
+    let ip = if w[0] >> 16 == 6 {
+        IpAddr::from(((w[1] as u128) << 64 | w[2] as u128).to_be_bytes())
+    } else {
+        IpAddr::from((w[1] as u32).to_be_bytes())
+    };
+    SocketAddr::new(ip, port)
+}
+
 impl SlaveSlot {
+    /// Where the transfer to this slave stands: the next commit-log offset to send.
+    pub fn sending_from(&self, next: u64) {
+        self.acks.next[self.index].store(next, Ordering::Release);
+    }
+
+    /// The bytes sent to this slave in the last whole second.
+    pub fn sent_per_second(&self, bytes: u64) {
+        self.acks.bytes_per_s[self.index].store(bytes, Ordering::Release);
+    }
+
     /// The slave reports it holds the commit log up to `offset`.
     pub fn ack(&self, offset: u64) {
         let prev = self.acks.acked[self.index].fetch_max(offset, Ordering::AcqRel);
@@ -190,20 +265,29 @@ mod tests {
     fn covered_counts_slaves() {
         let acks = Arc::new(SlaveAcks::new(1));
         assert_eq!(acks.covered(1), 0);
-        let a = acks.attach().unwrap();
-        let b = acks.attach().unwrap();
+        let peer: SocketAddr = "10.1.2.3:40000".parse().unwrap();
+        let a = acks.attach(peer).unwrap();
+        let b = acks.attach("[fe80::1]:7".parse().unwrap()).unwrap();
         a.ack(500);
         b.ack(300);
         b.ack(200); // acknowledgements never go back
         assert_eq!(acks.covered(1), 500);
         assert_eq!(acks.covered(2), 300);
         assert_eq!(acks.covered(3), 0);
+        a.sending_from(900);
+        let listed = acks.slaves();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(
+            (listed[0].addr, listed[0].acked, listed[0].next),
+            (peer, 500, 900)
+        );
+        assert_eq!(listed[1].addr.to_string(), "[fe80::1]:7");
         drop(a);
         assert_eq!(acks.covered(1), 300);
         assert_eq!(acks.covered(0), u64::MAX);
-        let slots: Vec<_> = (0..MAX_SLAVES).filter_map(|_| acks.attach()).collect();
+        let slots: Vec<_> = (0..MAX_SLAVES).filter_map(|_| acks.attach(peer)).collect();
         assert_eq!(slots.len(), MAX_SLAVES - 1);
-        assert!(acks.attach().is_none());
+        assert!(acks.attach(peer).is_none());
     }
 
     /// One pass answers the covered requests true, the expired ones false, and keeps the rest.

@@ -208,12 +208,18 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
              removed it); the slave needs a fresh store"
         ));
     }
+    let peer = stream
+        .peer_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
     let slot = shard
         .ctx
         .slave_acks
-        .attach()
+        .attach(peer)
         .ok_or_else(|| format!("this master already serves {MAX_SLAVES} slaves"))?;
     slot.ack(requested as u64);
+    slot.sending_from(next);
+    // Bytes sent in the current second, reported once it is whole.
+    let mut second = (Instant::now(), 0u64);
     tracing::info!(
         from = next,
         slave_reported = requested,
@@ -225,6 +231,10 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
             return Ok(());
         }
         reports.poll(&stream)?;
+        if second.0.elapsed() >= Duration::from_secs(1) {
+            slot.sent_per_second(second.1);
+            second = (Instant::now(), 0);
+        }
         let max = shard.ctx.writer.max_phy_offset();
         if let Some(acked) = reports.newest.take() {
             if acked < 0 || acked as u64 > max {
@@ -264,6 +274,8 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
             .ok_or_else(|| stalled(housekeeping))?;
             sent.map_err(|e| format!("write error: {e}"))?;
             next += len as u64;
+            second.1 += len as u64;
+            slot.sending_from(next);
             last_write = Instant::now();
             continue;
         }

@@ -24,6 +24,7 @@ use bytes::{Buf, BytesMut};
 use crate::broker::append::{append_replicated, index_keys};
 use crate::broker::register::LearnedMaster;
 use crate::broker::shard::Shard;
+use crate::common::now_ms;
 use crate::protocol::ha::{decode_transfer_header, encode_report, TRANSFER_HEADER_LEN};
 use crate::protocol::message::{self, sys_flag, BLANK_MAGIC, BLANK_MARKER_LEN};
 use crate::protocol::properties;
@@ -47,7 +48,9 @@ pub async fn follow(shard: Rc<Shard>, learned: LearnedMaster) {
             runtime::sleep(Duration::from_secs(1)).await;
             continue;
         };
-        match session(&shard, master).await {
+        let ended = session(&shard, master).await;
+        shard.ctx.ha_client.disconnected();
+        match ended {
             Ok(()) => return,
             Err(e) => tracing::warn!(%master, error = %e, "HA connection to the master ended"),
         }
@@ -72,6 +75,11 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
         .await
         .map_err(|e| format!("write error: {e}"))?;
     let mut last_report = Instant::now();
+    let state = &shard.ctx.ha_client;
+    state.connected(master);
+    state.wrote_at(now_ms() as u64);
+    // Bytes received in the current second, reported once it is whole.
+    let mut second = (Instant::now(), 0u64);
     tracing::info!(%master, from = at, "HA connection to the master");
     let mut frames = BytesMut::with_capacity(READ_CHUNK);
     // Bytes received from `at` on, not yet a whole record.
@@ -83,7 +91,15 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
         }
         match stream.try_read_buf(&mut frames, READ_CHUNK) {
             Some(Ok(0)) => return Err("the master closed the connection".into()),
-            Some(Ok(_)) => last_read = Instant::now(),
+            Some(Ok(n)) => {
+                last_read = Instant::now();
+                state.read_at(now_ms() as u64);
+                second.1 += n as u64;
+                if second.0.elapsed() >= Duration::from_secs(1) {
+                    state.received_per_second(second.1);
+                    second = (last_read, 0);
+                }
+            }
             Some(Err(e)) => return Err(format!("read error: {e}")),
             None => {
                 if last_read.elapsed() >= housekeeping {
@@ -98,6 +114,7 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
                         .await
                         .map_err(|e| format!("write error: {e}"))?;
                     last_report = Instant::now();
+                    state.wrote_at(now_ms() as u64);
                 }
                 // Sleep until the master sends, or a report or the housekeeping check is due.
                 let due = heartbeat
@@ -152,6 +169,7 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
                 .await
                 .map_err(|e| format!("write error: {e}"))?;
             last_report = Instant::now();
+            state.wrote_at(now_ms() as u64);
         }
     }
 }

@@ -90,6 +90,7 @@ impl Handler for BrokerHandler {
                 }
                 req::GET_CONSUME_STATS => frame(admin_stats::consume_stats(shard, &cmd).await),
                 req::GET_TOPIC_STATS_INFO => frame(admin_stats::topic_stats(shard, &cmd).await),
+                req::GET_BROKER_HA_STATUS => frame(Ok(runtime_info::ha_status(&shard, &cmd))),
                 req::GET_BROKER_RUNTIME_INFO => {
                     frame(runtime_info::runtime_info(shard, &cmd).await)
                 }

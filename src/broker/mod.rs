@@ -18,6 +18,7 @@ pub mod error;
 pub mod group_transfer;
 pub mod ha;
 pub mod ha_client;
+pub mod ha_status;
 pub mod handler;
 pub mod long_poll;
 pub mod metadata;

@@ -1,7 +1,8 @@
 //! GET_BROKER_RUNTIME_INFO (28), in the keys and value formats of Java's
 //! `DefaultMessageStore.getRuntimeInfo`, `StoreStatsService` and
 //! `AdminBrokerProcessor.prepareRuntimeInfo`, which mqadmin and the dashboard parse; and shard
-//! 0's sampler task, which feeds the rates (`stats`) and measures the store's disk usage.
+//! 0's sampler task, which feeds the rates (`stats`) and measures the store's disk usage; and
+//! GET_BROKER_HA_STATUS (907), the replication group as this broker sees it (`ha_status`).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -183,4 +184,17 @@ mod tests {
             "[ 1 days, 1 hours, 1 minutes, 1 seconds ]"
         );
     }
+}
+
+/// GET_BROKER_HA_STATUS (907): a master's slaves, or a slave's link to its master.
+pub fn ha_status(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
+    let ctx = &shard.ctx;
+    let body = crate::broker::ha_status::runtime_info(
+        ctx.cfg.ha.broker_role.is_slave(),
+        ctx.writer.max_phy_offset(),
+        ctx.cfg.ha.max_gap_not_in_sync,
+        &ctx.slave_acks,
+        &ctx.ha_client,
+    );
+    RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(body)
 }

@@ -64,6 +64,8 @@ pub struct BrokerContext {
     pub stats: BrokerStats,
     /// How far each connected slave has acknowledged (a master's; SYNC_MASTER sends wait on it).
     pub slave_acks: Arc<SlaveAcks>,
+    /// A slave's link to its master (for GET_BROKER_HA_STATUS).
+    pub ha_client: Arc<crate::broker::ha_status::HaClientState>,
 }
 
 /// A queue owned by this shard.

@@ -202,6 +202,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         started_ms: now_ms(),
         stats: crate::broker::stats::BrokerStats::new(n),
         slave_acks: Arc::new(crate::broker::group_transfer::SlaveAcks::new(n)),
+        ha_client: Arc::default(),
         ha_addr,
         cfg: cfg.clone(),
     });

@@ -73,6 +73,9 @@ pub struct HaConfig {
     /// `slaveTimeout` (ms): how long a SYNC_MASTER's send waits for its copies before it is
     /// answered FLUSH_SLAVE_TIMEOUT.
     pub slave_timeout_ms: u64,
+    /// `haMaxGapNotInSync` (bytes): a slave further behind than this is reported out of sync
+    /// (GET_BROKER_HA_STATUS).
+    pub max_gap_not_in_sync: u64,
 }
 
 impl Default for HaConfig {
@@ -88,6 +91,7 @@ impl Default for HaConfig {
             transfer_batch_size: 32 << 10,
             in_sync_replicas: 1,
             slave_timeout_ms: 3_000,
+            max_gap_not_in_sync: 256 << 20,
         }
     }
 }
@@ -150,6 +154,7 @@ impl HaConfig {
             }),
             "inSyncReplicas" => positive(key, value).map(|v| self.in_sync_replicas = v as usize),
             "slaveTimeout" => positive(key, value).map(|v| self.slave_timeout_ms = v),
+            "haMaxGapNotInSync" => positive(key, value).map(|v| self.max_gap_not_in_sync = v),
             _ => return None,
         };
         Some(r)
@@ -193,6 +198,7 @@ impl HaConfig {
             ("haTransferBatchSize", self.transfer_batch_size.to_string()),
             ("inSyncReplicas", self.in_sync_replicas.to_string()),
             ("slaveTimeout", self.slave_timeout_ms.to_string()),
+            ("haMaxGapNotInSync", self.max_gap_not_in_sync.to_string()),
         ]
     }
 
@@ -237,6 +243,7 @@ mod tests {
         assert!(h.set("inSyncReplicas", "0").unwrap().is_err());
         assert!(h.set("inSyncReplicas", "2").unwrap().is_ok());
         assert!(h.set("slaveTimeout", "-1").unwrap().is_err());
+        assert!(h.set("haMaxGapNotInSync", "1048576").unwrap().is_ok());
         assert!(h.set("brokerName", "x").is_none());
     }
 

@@ -20,7 +20,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "authenticationProvider",
     "authorizationProvider",
     "syncMasterFlushOffsetWhenStartup",
-    "haMaxGapNotInSync",
     "enableSlaveActingMaster",
     "minInSyncReplicas",
     "enableAutoInSyncReplicas",

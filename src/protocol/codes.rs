@@ -23,6 +23,7 @@ pub mod request_code {
     pub const GET_BROKER_CONFIG: i32 = 26;
     pub const TRIGGER_DELETE_FILES: i32 = 27;
     pub const GET_BROKER_RUNTIME_INFO: i32 = 28;
+    pub const GET_BROKER_HA_STATUS: i32 = 907;
     pub const SEARCH_OFFSET_BY_TIMESTAMP: i32 = 29;
     pub const GET_MAX_OFFSET: i32 = 30;
     pub const GET_MIN_OFFSET: i32 = 31;
