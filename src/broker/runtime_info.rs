@@ -172,6 +172,19 @@ fn format_runtime(ms: i64) -> String {
     )
 }
 
+/// GET_BROKER_HA_STATUS (907): a master's slaves, or a slave's link to its master.
+pub fn ha_status(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
+    let ctx = &shard.ctx;
+    let body = crate::broker::ha_status::runtime_info(
+        ctx.cfg.ha.broker_role.is_slave(),
+        ctx.writer.max_phy_offset(),
+        ctx.cfg.ha.max_gap_not_in_sync,
+        &ctx.slave_acks,
+        &ctx.ha_client,
+    );
+    RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,17 +197,4 @@ mod tests {
             "[ 1 days, 1 hours, 1 minutes, 1 seconds ]"
         );
     }
-}
-
-/// GET_BROKER_HA_STATUS (907): a master's slaves, or a slave's link to its master.
-pub fn ha_status(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
-    let ctx = &shard.ctx;
-    let body = crate::broker::ha_status::runtime_info(
-        ctx.cfg.ha.broker_role.is_slave(),
-        ctx.writer.max_phy_offset(),
-        ctx.cfg.ha.max_gap_not_in_sync,
-        &ctx.slave_acks,
-        &ctx.ha_client,
-    );
-    RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(body)
 }
