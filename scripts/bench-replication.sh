@@ -5,12 +5,13 @@
 #   async  an ASYNC_MASTER and a SLAVE (`ringmq broker`, its own process) following it
 #   sync   a SYNC_MASTER with inSyncReplicas=2 and a SLAVE: each send waits for the slave
 # It prints one line per run, the medians per set-up and the ratios async/solo and sync/async.
-# With LAG=1 it also runs an e2e load at RATE msg/s on async with the consumer pulling from the
-# slave: that latency (send to receipt from the slave) bounds the replication lag from above.
+# With LAG=1 it also runs W2's load (sync sends, 16 in flight) on async with the replication-lag
+# probe (`ringmq-bench send --lag-probe`: how long until the slave acknowledged the master's
+# end of a moment, from GET_BROKER_HA_STATUS).
 #
 #   scripts/bench-replication.sh
 #
-# Knobs: INFLIGHT [64], REPEATS [3], DURATION [10], WARMUP [2], LAG [1], RATE [20000],
+# Knobs: INFLIGHT [64], REPEATS [3], DURATION [10], WARMUP [2], LAG [1],
 # BENCH and RINGMQ [the release target dir's].
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,6 @@ REPEATS=${REPEATS:-3}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 LAG=${LAG:-1}
-RATE=${RATE:-20000}
 NS=127.0.0.1:9876
 OUT=$(mktemp -d /tmp/ringmq-repl.XXXXXX)
 PIDS=()
@@ -82,14 +82,14 @@ for r in $(seq 1 "$REPEATS"); do
 done
 
 if [[ $LAG == 1 ]]; then
-  start async
-  # The topic exists on the slave once the master's first messages reached it.
-  "$BENCH" send --namesrv $NS --count 1000 --quiet >/dev/null 2>&1
-  sleep 2
-  "$BENCH" e2e --namesrv $NS --pull-broker 127.0.0.1:10931 --rate "$RATE" --warmup "$WARMUP" \
-    --duration "$DURATION" --json --quiet --label lag 2>>"$OUT/lag.bench.log" \
-    | tail -1 >>"$OUT/lag.jsonl"
-  stop
+  for r in $(seq 1 "$REPEATS"); do
+    start async
+    "$BENCH" send --namesrv $NS --inflight 16 --lag-probe --warmup "$WARMUP" \
+      --duration "$DURATION" --json --quiet --broker-pid "$MASTER_PID" --label lag \
+      2>>"$OUT/lag.bench.log" | tail -1 >>"$OUT/lag.jsonl"
+    stop
+    sleep 1
+  done
 fi
 
 python3 - "$OUT" <<'PY'
@@ -112,7 +112,7 @@ if os.path.exists(lag):
     for l in open(lag):
         if l.strip():
             r = json.loads(l)
-            print(f"e2e through the slave at {r.get('rate')} msg/s: latency us {r['latency_us']}; "
-                  f"received {r.get('count')} of {r.get('produced')}; failure {r.get('failure')}")
+            print(f"W2 on async with the lag probe: {r['throughput_msgs']:,.0f} msg/s; replication "
+                  f"lag us {r['replication_lag_us']}; failure {r.get('failure')}")
 PY
 echo "raw lines: $OUT"

@@ -10,6 +10,7 @@
 //! stall timeout or a fatal error, so a run never hangs; exit code 0 = clean run, 1 = the run
 //! failed part-way (summary still printed), 2 = it could not start.
 
+mod lag;
 mod pacer;
 mod plot;
 mod pull;
@@ -66,6 +67,10 @@ struct Args {
     /// Broker address, bypassing the name server (the topic is created/updated on it).
     #[arg(long)]
     broker: Option<String>,
+    /// send/batch: also measure the replication lag to the master's slaves (GET_BROKER_HA_STATUS
+    /// polled during the measured run; see `lag`).
+    #[arg(long)]
+    lag_probe: bool,
     /// e2e: the consumer pulls from this broker instead (a slave with slaveReadEnable, say);
     /// the latency then includes replication.
     #[arg(long)]
@@ -322,7 +327,22 @@ fn run_send(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         progress: (!a.quiet).then_some(a_label(a.mode)),
         follower: None,
     };
-    let cpu = d.run(&sh, || send::start(&plan, &sh), a.broker_pid)?;
+    let stop_probe = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let probe = a.lag_probe.then(|| {
+        lag::start(
+            &t.broker,
+            Duration::from_secs_f64(warmup),
+            plan.timeout,
+            stop_probe.clone(),
+        )
+    });
+    let cpu = d.run(&sh, || send::start(&plan, &sh), a.broker_pid);
+    stop_probe.store(true, Relaxed);
+    if let Some(p) = probe {
+        let hist = p.join().map_err(|_| "the lag probe panicked".to_string())??;
+        s.replication_lag_us = Some(Percentiles::of(&hist));
+    }
+    let cpu = cpu?;
     s.fill_from(&sh);
     (s.broker_cpu_pct, s.client_cpu_pct, s.host_steal_pct) = cpu;
     if let Some(before) = before {

@@ -384,6 +384,8 @@ pub struct Summary {
     pub service_latency_us: Option<Percentiles>,
     /// Fixed-rate sends only: how late the generator sent behind its schedule.
     pub send_lag_us: Option<Percentiles>,
+    /// `--lag-probe`: how long until a slave acknowledged the master's end of a moment.
+    pub replication_lag_us: Option<Percentiles>,
     /// e2e: send acknowledgements and their latency.
     pub produced: Option<u64>,
     pub produce_latency_us: Option<Percentiles>,
@@ -462,6 +464,13 @@ impl Summary {
                 out,
                 "  uncorrected us: p50 {} p99 {} p99.9 {}; sender lag us: p50 {} p99 {}",
                 s.p50, s.p99, s.p999, g.p50, g.p99
+            )?;
+        }
+        if let Some(r) = &self.replication_lag_us {
+            writeln!(
+                out,
+                "  replication lag us: p50 {} p99 {} p99.9 {} max {} (n={})",
+                r.p50, r.p99, r.p999, r.max, r.samples
             )?;
         }
         if let (Some(n), Some(p)) = (self.produced, &self.produce_latency_us) {
