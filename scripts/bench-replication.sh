@@ -45,7 +45,16 @@ wait_port() { # port seconds
   return 1
 }
 
+cpu_ticks() { # pid: user + system clock ticks so far
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+host_busy() { # all CPUs: busy and total jiffies so far
+  awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat
+}
+
 start() { # setup
+  SLAVE_PID=""
   STORE=$(mktemp -d /tmp/ringmq-repl-store.XXXXXX)
   local role=ASYNC_MASTER extra=()
   [[ $1 == sync ]] && role=SYNC_MASTER && extra=(-o inSyncReplicas=2)
@@ -63,15 +72,30 @@ start() { # setup
       -o haMasterAddress=127.0.0.1:10912 -o slaveReadEnable=true -o pinCores=false \
       >"$OUT/$1.slave.log" 2>&1 &
     PIDS+=($!)
+    SLAVE_PID=$!
     wait_port 10931 30 || { echo "$1: the slave did not open its port" >&2; exit 1; }
   fi
 }
 
 run_one() { # setup
   start "$1"
-  "$BENCH" send --namesrv $NS --inflight "$INFLIGHT" --warmup "$WARMUP" --duration "$DURATION" \
-    --json --quiet --broker-pid "$MASTER_PID" --label "$1" 2>>"$OUT/$1.bench.log" \
-    | tail -1 >>"$OUT/send.jsonl"
+  local s0=0 t0 h0 line
+  [[ -n $SLAVE_PID ]] && s0=$(cpu_ticks "$SLAVE_PID")
+  t0=$(date +%s.%N)
+  h0=$(host_busy)
+  line=$("$BENCH" send --namesrv $NS --inflight "$INFLIGHT" --warmup "$WARMUP" \
+    --duration "$DURATION" --json --quiet --broker-pid "$MASTER_PID" --label "$1" \
+    2>>"$OUT/$1.bench.log" | tail -1)
+  # The slave's CPU and the whole machine's busy share over the run (warm-up included).
+  local wall slave_cpu host
+  wall=$(python3 -c "print($(date +%s.%N) - $t0)")
+  slave_cpu=None
+  if [[ -n $SLAVE_PID ]]; then
+    slave_cpu=$(python3 -c "print(($(cpu_ticks "$SLAVE_PID") - $s0) / $(getconf CLK_TCK) / $wall * 100)")
+  fi
+  host=$(echo "$h0 $(host_busy)" | awk '{printf "%.1f", ($3-$1)/($4-$2)*100}')
+  echo "$line" | python3 -c "import json,sys; r=json.loads(sys.stdin.read()); \
+r['slave_cpu_pct']=$slave_cpu; r['host_busy_pct']=$host; print(json.dumps(r))" >>"$OUT/send.jsonl"
   stop
   sleep 1
 }
@@ -101,10 +125,17 @@ for label in ("solo", "async", "sync"):
     mine = [r for r in runs if r.get("label") == label]
     rates = [r["throughput_msgs"] for r in mine]
     p99 = [r["latency_us"]["p99"] for r in mine]
-    cpu = [r.get("broker_cpu_pct") for r in mine]
+    def pct(key):
+        return [None if r.get(key) is None else round(r[key]) for r in mine]
     errors = [r.get("error_total") for r in mine]
     print(f"{label}: msg/s {', '.join(f'{x:,.0f}' for x in rates)}; p99 us {p99}; "
-          f"master cpu % {cpu}; errors {errors}")
+          f"CPU % master {pct('broker_cpu_pct')} slave {pct('slave_cpu_pct')} "
+          f"client {pct('client_cpu_pct')} machine busy {pct('host_busy_pct')}; errors {errors}")
+    # CPU microseconds (all processes on the machine) per acknowledged message.
+    us = [r["host_busy_pct"] / 100 * os.cpu_count() * 1e6 / r["throughput_msgs"] for r in mine
+          if r.get("host_busy_pct") and r["throughput_msgs"]]
+    if us:
+        print(f"{label}: machine CPU us per message {[round(x, 1) for x in us]}")
     med[label] = statistics.median(rates) if rates else float("nan")
 print(f"async/solo = {med['async'] / med['solo']:.3f}; sync/async = {med['sync'] / med['async']:.3f}")
 lag = f"{out}/lag.jsonl"

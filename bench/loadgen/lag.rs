@@ -23,7 +23,10 @@ const POLL: Duration = Duration::from_micros(100);
 fn status(conn: &mut RpcConn) -> Result<(u64, u64), String> {
     let r = conn.call(&RemotingCommand::new_request(GET_BROKER_HA_STATUS))?;
     if r.code != 0 {
-        return Err(format!("HA status answered code {}: {:?}", r.code, r.remark));
+        return Err(format!(
+            "HA status answered code {}: {:?}",
+            r.code, r.remark
+        ));
     }
     let v: serde_json::Value =
         serde_json::from_slice(&r.body).map_err(|e| format!("HA status body: {e}"))?;

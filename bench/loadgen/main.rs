@@ -339,7 +339,9 @@ fn run_send(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     let cpu = d.run(&sh, || send::start(&plan, &sh), a.broker_pid);
     stop_probe.store(true, Relaxed);
     if let Some(p) = probe {
-        let hist = p.join().map_err(|_| "the lag probe panicked".to_string())??;
+        let hist = p
+            .join()
+            .map_err(|_| "the lag probe panicked".to_string())??;
         s.replication_lag_us = Some(Percentiles::of(&hist));
     }
     let cpu = cpu?;

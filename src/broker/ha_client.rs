@@ -21,13 +21,13 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 
-use crate::broker::append::{append_replicated, index_keys};
+use crate::broker::append::append_replicated;
 use crate::broker::register::LearnedMaster;
 use crate::broker::shard::Shard;
 use crate::common::now_ms;
 use crate::protocol::ha::{decode_transfer_header, encode_report, TRANSFER_HEADER_LEN};
 use crate::protocol::message::{self, sys_flag, BLANK_MAGIC, BLANK_MARKER_LEN};
-use crate::protocol::properties;
+use crate::protocol::properties::{self, keys};
 use crate::runtime;
 use crate::runtime::net::Stream;
 use crate::store::{tags_code, StoreError};
@@ -217,7 +217,17 @@ fn whole_records(
         let r = message::decode(&raw, false)
             .map_err(|e| format!("a record the master sent does not decode: {e}"))?;
         let tags = tags_code::of_record(r.topic, r.properties, levels);
-        let keys = IndexKeys::Owned(index_keys(&properties::parse(r.properties)));
+        // The keys stay in the record: ranges of its KEYS and UNIQ_KEY values, nothing
+        // allocated per record.
+        let base = raw.as_ptr() as usize;
+        let range = |v: &str| {
+            let start = (v.as_ptr() as usize - base) as u32;
+            (start, start + v.len() as u32)
+        };
+        let keys = IndexKeys::InRecord {
+            keys: properties::get(r.properties, keys::KEYS).map(range),
+            uniq: properties::get(r.properties, keys::UNIQ_KEY).map(range),
+        };
         let (topic, queue_id, dispatch) = (
             r.topic.into(),
             r.queue_id as u32,
