@@ -2,7 +2,8 @@
 //! arrives in the slave's commit log at the same offsets, byte for byte, and the slave's own
 //! dispatch builds the same consume queues (GET_MAX_OFFSET per queue matches the master's),
 //! while the slave still refuses sends of its own; the slave finds its master through
-//! `haMasterAddress` or through the name server.
+//! `haMasterAddress` or through the name server; and it refuses to follow a master whose
+//! offsets do not continue its own log.
 
 mod raw_support;
 
@@ -103,4 +104,90 @@ fn follows(master: &RawBroker, slave: &RawBroker) {
     // The slave still takes no sends of its own.
     let r = Conn::connect(slave.broker).call(send_cmd(TOPIC, 0, b"x", ""));
     assert_eq!(r.code, response_code::SERVICE_NOT_AVAILABLE);
+}
+
+/// A fake master that serves real commit-log bytes and then a transfer at the wrong offset:
+/// the slave appends the first, refuses the second (classic HA has no truncation), says so in
+/// its log, drops the connection, and keeps its log as it was; when it comes back it reports
+/// the same end.
+#[test]
+fn a_slave_refuses_a_master_whose_offsets_do_not_match() {
+    use std::io::{Read, Write};
+    // Real records: a master's first messages.
+    let real = RawBroker::start(&[]);
+    let mut c = Conn::connect(real.broker);
+    for i in 0..10 {
+        let r = c.call(send_cmd(TOPIC, 0, format!("real {i}").as_bytes(), ""));
+        assert_eq!(r.code, response_code::SUCCESS);
+    }
+    let records = log_prefix(real.dir.path());
+    drop(real);
+
+    let fake = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let slave = RawBroker::start_logged(
+        tempfile::tempdir().unwrap(),
+        &[
+            "brokerRole=SLAVE",
+            "brokerId=1",
+            &format!("haMasterAddress={}", fake.local_addr().unwrap()),
+        ],
+        log.path(),
+    );
+    let (mut conn, _) = fake.accept().unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut report = [0u8; 8];
+    conn.read_exact(&mut report).unwrap();
+    assert_eq!(i64::from_be_bytes(report), 0, "an empty slave reports 0");
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&0i64.to_be_bytes());
+    frame.extend_from_slice(&(records.len() as i32).to_be_bytes());
+    frame.extend_from_slice(&records);
+    conn.write_all(&frame).unwrap();
+    // The slave reports the end of what it appended.
+    let end = records.len() as i64;
+    loop {
+        conn.read_exact(&mut report).unwrap();
+        if i64::from_be_bytes(report) == end {
+            break;
+        }
+    }
+    assert_eq!(max_offsets(slave.broker)[0], "10");
+
+    // A transfer that does not continue where the slave stands.
+    let mut wrong = Vec::new();
+    wrong.extend_from_slice(&(end + 4096).to_be_bytes());
+    wrong.extend_from_slice(&(records.len() as i32).to_be_bytes());
+    wrong.extend_from_slice(&records);
+    conn.write_all(&wrong).unwrap();
+    let mut rest = Vec::new();
+    let closed = conn.read_to_end(&mut rest);
+    assert!(
+        closed.is_ok(),
+        "the slave closes the connection: {closed:?}"
+    );
+    assert!(rest.len() % 8 == 0, "only reports came before the close");
+    assert_eq!(
+        max_offsets(slave.broker)[0],
+        "10",
+        "nothing of it was appended"
+    );
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    assert!(
+        text.contains(&format!(
+            "the master sent offset {}, this slave stands at {end}",
+            end + 4096
+        )),
+        "the slave says why: {text}"
+    );
+
+    // It comes back (after 5 s, as Java's) and reports the same end.
+    fake.set_nonblocking(false).unwrap();
+    let (mut again, _) = fake.accept().unwrap();
+    again
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    again.read_exact(&mut report).unwrap();
+    assert_eq!(i64::from_be_bytes(report), end);
 }
