@@ -144,6 +144,7 @@ if os.path.exists(lag):
         if l.strip():
             r = json.loads(l)
             print(f"W2 on async with the lag probe: {r['throughput_msgs']:,.0f} msg/s; replication "
-                  f"lag us {r['replication_lag_us']}; failure {r.get('failure')}")
+                  f"lag us {r['replication_lag_us']}; a thread's wake-up delay us "
+                  f"{r['wake_delay_us']}; failure {r.get('failure')}")
 PY
 echo "raw lines: $OUT"

@@ -3,6 +3,10 @@
 //! acknowledged the commit-log end the master reported at the start of the sample, that is
 //! until a SYNC_MASTER could answer a send stored at that moment. The resolution is one status
 //! round trip; samples are 2 ms apart so the probe adds little load.
+//!
+//! Beside it runs the machine's own ceiling for such a figure: a thread that sleeps 1 ms over
+//! and over and records how late it wakes ([`start_wake_probe`]). An acknowledgement crosses
+//! several threads, each of which must be woken; the lag cannot be steadier than that.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -69,5 +73,21 @@ pub fn start(
             std::thread::sleep(BETWEEN_SAMPLES);
         }
         Ok(hist)
+    })
+}
+
+/// Records how late a thread wakes from a 1 ms sleep (ns), until `stop`, after `warmup`.
+pub fn start_wake_probe(warmup: Duration, stop: Arc<AtomicBool>) -> JoinHandle<Histogram<u64>> {
+    std::thread::spawn(move || {
+        let mut hist = new_hist();
+        std::thread::sleep(warmup);
+        let nap = Duration::from_millis(1);
+        while !stop.load(Relaxed) {
+            let t0 = Instant::now();
+            std::thread::sleep(nap);
+            let late = t0.elapsed().saturating_sub(nap);
+            let _ = hist.record(late.as_nanos().max(1) as u64);
+        }
+        hist
     })
 }

@@ -336,8 +336,17 @@ fn run_send(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
             stop_probe.clone(),
         )
     });
+    let wake = a
+        .lag_probe
+        .then(|| lag::start_wake_probe(Duration::from_secs_f64(warmup), stop_probe.clone()));
     let cpu = d.run(&sh, || send::start(&plan, &sh), a.broker_pid);
     stop_probe.store(true, Relaxed);
+    if let Some(w) = wake {
+        let hist = w
+            .join()
+            .map_err(|_| "the wake probe panicked".to_string())?;
+        s.wake_delay_us = Some(Percentiles::of(&hist));
+    }
     if let Some(p) = probe {
         let hist = p
             .join()

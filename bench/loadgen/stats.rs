@@ -386,6 +386,8 @@ pub struct Summary {
     pub send_lag_us: Option<Percentiles>,
     /// `--lag-probe`: how long until a slave acknowledged the master's end of a moment.
     pub replication_lag_us: Option<Percentiles>,
+    /// `--lag-probe`: how late a thread of the load generator wakes from a 1 ms sleep.
+    pub wake_delay_us: Option<Percentiles>,
     /// e2e: send acknowledgements and their latency.
     pub produced: Option<u64>,
     pub produce_latency_us: Option<Percentiles>,
@@ -471,6 +473,13 @@ impl Summary {
                 out,
                 "  replication lag us: p50 {} p99 {} p99.9 {} max {} (n={})",
                 r.p50, r.p99, r.p999, r.max, r.samples
+            )?;
+        }
+        if let Some(w) = &self.wake_delay_us {
+            writeln!(
+                out,
+                "  thread wake-up delay us: p50 {} p99 {} p99.9 {} max {}",
+                w.p50, w.p99, w.p999, w.max
             )?;
         }
         if let (Some(n), Some(p)) = (self.produced, &self.produce_latency_us) {
