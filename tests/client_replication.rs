@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
-use raw_support::Conn;
+use raw_support::{create_topic_cmd, Conn};
 use ringmq::protocol::codes::{request_code, response_code};
 use ringmq::protocol::RemotingCommand;
 use rocketmq_client_rust::{
@@ -36,16 +36,7 @@ fn sock(addr: &str) -> SocketAddr {
 
 /// Creates `topic` with `queues` queues on the broker at `addr`.
 fn create_topic_on(addr: &str, topic: &str, queues: i32) {
-    let r = Conn::connect(sock(addr)).call(
-        RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_TOPIC)
-            .with_ext("topic", topic)
-            .with_ext("defaultTopic", "TBW102")
-            .with_ext("readQueueNums", queues)
-            .with_ext("writeQueueNums", queues)
-            .with_ext("perm", 6)
-            .with_ext("topicFilterType", "SINGLE_TAG")
-            .with_ext("order", false),
-    );
+    let r = Conn::connect(sock(addr)).call(create_topic_cmd(topic, queues));
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 }
 

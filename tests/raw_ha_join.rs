@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use raw_support::{pull_cmd, records, send_cmd, Conn, RawBroker};
+use raw_support::{create_topic_cmd, pull_cmd, records, send_cmd, Conn, RawBroker};
 use ringmq::protocol::codes::{request_code, response_code};
 use ringmq::protocol::message::{decode, BLANK_MAGIC};
 use ringmq::protocol::RemotingCommand;
@@ -50,17 +50,7 @@ fn start_slave(dir: Option<tempfile::TempDir>, ha: std::net::SocketAddr) -> RawB
 fn create_topics(addr: std::net::SocketAddr) {
     let mut c = Conn::connect(addr);
     for t in TOPICS {
-        let r = c.call(
-            RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_TOPIC)
-                .with_ext("topic", t)
-                .with_ext("defaultTopic", "TBW102")
-                .with_ext("readQueueNums", QUEUES)
-                .with_ext("writeQueueNums", QUEUES)
-                .with_ext("perm", 6)
-                .with_ext("topicFilterType", "SINGLE_TAG")
-                .with_ext("topicSysFlag", 0)
-                .with_ext("order", false),
-        );
+        let r = c.call(create_topic_cmd(t, QUEUES));
         assert_eq!(r.code, response_code::SUCCESS, "{t}: {:?}", r.remark);
     }
 }

@@ -10,7 +10,7 @@ mod raw_support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use raw_support::{pull_cmd, records, send_cmd, Conn, RawBroker};
+use raw_support::{create_topic_cmd, pull_cmd, records, send_cmd, Conn, RawBroker};
 use ringmq::protocol::codes::{request_code, response_code};
 use ringmq::protocol::RemotingCommand;
 
@@ -37,16 +37,7 @@ fn create_group(addr: SocketAddr, json: &str) {
 /// Creates the topic (4 queues) on the broker at `addr`. A slave would also take it from its
 /// master within a mirroring round (3 s); creating it there too keeps these tests quick.
 fn create_topic(addr: SocketAddr) {
-    let r = Conn::connect(addr).call(
-        RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_TOPIC)
-            .with_ext("topic", TOPIC)
-            .with_ext("defaultTopic", "TBW102")
-            .with_ext("readQueueNums", 4)
-            .with_ext("writeQueueNums", 4)
-            .with_ext("perm", 6)
-            .with_ext("topicFilterType", "SINGLE_TAG")
-            .with_ext("order", false),
-    );
+    let r = Conn::connect(addr).call(create_topic_cmd(TOPIC, 4));
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 }
 

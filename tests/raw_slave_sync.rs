@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use raw_support::{send_cmd, Conn, RawBroker};
+use raw_support::{create_topic_cmd, send_cmd, Conn, RawBroker};
 use ringmq::protocol::body::{from_json, SubscriptionGroupWrapper, TopicConfigSerializeWrapper};
 use ringmq::protocol::codes::{request_code, response_code};
 use ringmq::protocol::frame::split_frame;
@@ -31,16 +31,7 @@ const SLAVE: &[&str] = &[
 ];
 
 fn create_topic(c: &mut Conn, topic: &str, queues: i32) {
-    let r = c.call(
-        RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_TOPIC)
-            .with_ext("topic", topic)
-            .with_ext("defaultTopic", "TBW102")
-            .with_ext("readQueueNums", queues)
-            .with_ext("writeQueueNums", queues)
-            .with_ext("perm", 6)
-            .with_ext("topicFilterType", "SINGLE_TAG")
-            .with_ext("order", false),
-    );
+    let r = c.call(create_topic_cmd(topic, queues));
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 }
 

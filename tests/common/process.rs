@@ -197,6 +197,33 @@ impl Drop for Proc {
     }
 }
 
+/// A broker's command line: `head` (the subcommand and its name-server flag), then what every
+/// test broker shares, then the test's own `-o` options.
+fn broker_args(head: &[&str], store: &Path, options: &[(String, String)]) -> Vec<String> {
+    let mut args: Vec<String> = head.iter().map(|a| a.to_string()).collect();
+    args.extend([
+        "--broker-listen".into(),
+        "127.0.0.1:0".into(),
+        "--store-dir".into(),
+        store.display().to_string(),
+        // Small segments: tests run in parallel and each segment is preallocated on disk.
+        "-o".into(),
+        "mappedFileSizeCommitLog=67108864".into(),
+        // Routes must name the loopback listener (the default is the host's address).
+        "-o".into(),
+        "brokerIP1=127.0.0.1".into(),
+    ]);
+    if let Some(flush) = flush_override() {
+        args.push("-o".into());
+        args.push(format!("flushDiskType={flush}"));
+    }
+    for (k, v) in options {
+        args.push("-o".into());
+        args.push(format!("{k}={v}"));
+    }
+    args
+}
+
 /// The embedded name server + broker (`ringmq serve`) on a fresh temp store.
 pub struct Broker {
     // Field order matters: the process dies (Proc::drop) before its store directory is removed.
@@ -237,29 +264,11 @@ impl Broker {
 
     fn spawn(&mut self) {
         assert!(self.proc.is_none(), "spawn while a ringmq is still running");
-        let mut args: Vec<String> = vec![
-            "serve".into(),
-            "--namesrv-listen".into(),
-            "127.0.0.1:0".into(),
-            "--broker-listen".into(),
-            "127.0.0.1:0".into(),
-            "--store-dir".into(),
-            self.store.path().display().to_string(),
-            // Small segments: tests run in parallel and each segment is preallocated on disk.
-            "-o".into(),
-            "mappedFileSizeCommitLog=67108864".into(),
-            // Routes must name the loopback listener (the default is the host's address).
-            "-o".into(),
-            "brokerIP1=127.0.0.1".into(),
-        ];
-        if let Some(flush) = flush_override() {
-            args.push("-o".into());
-            args.push(format!("flushDiskType={flush}"));
-        }
-        for (k, v) in &self.options {
-            args.push("-o".into());
-            args.push(format!("{k}={v}"));
-        }
+        let args = broker_args(
+            &["serve", "--namesrv-listen", "127.0.0.1:0"],
+            self.store.path(),
+            &self.options,
+        );
         self.starts += 1;
         let (proc, addrs) = Proc::spawn(
             &format!("serve#{}", self.starts),
@@ -467,27 +476,11 @@ impl GroupBroker {
 
     fn spawn(&mut self) {
         assert!(self.proc.is_none(), "spawn while a ringmq is still running");
-        let mut args: Vec<String> = vec![
-            "broker".into(),
-            "--namesrv-addr".into(),
-            self.namesrv.clone(),
-            "--broker-listen".into(),
-            "127.0.0.1:0".into(),
-            "--store-dir".into(),
-            self.store.path().display().to_string(),
-            "-o".into(),
-            "mappedFileSizeCommitLog=67108864".into(),
-            "-o".into(),
-            "brokerIP1=127.0.0.1".into(),
-        ];
-        if let Some(flush) = flush_override() {
-            args.push("-o".into());
-            args.push(format!("flushDiskType={flush}"));
-        }
-        for (k, v) in &self.options {
-            args.push("-o".into());
-            args.push(format!("{k}={v}"));
-        }
+        let args = broker_args(
+            &["broker", "--namesrv-addr", &self.namesrv],
+            self.store.path(),
+            &self.options,
+        );
         self.starts += 1;
         let role = if self.is_slave() { "slave" } else { "master" };
         let prefixes: &[&str] = if self.is_slave() {

@@ -238,6 +238,21 @@ pub fn send_cmd(topic: &str, queue_id: i32, body: &[u8], props: &str) -> Remotin
         .with_body(body.to_vec())
 }
 
+/// UPDATE_AND_CREATE_TOPIC: `topic` with `queues` read and write queues, read-write, from the
+/// TBW102 template.
+pub fn create_topic_cmd(topic: &str, queues: i32) -> RemotingCommand {
+    use ringmq::protocol::codes::request_code;
+    RemotingCommand::new_request(request_code::UPDATE_AND_CREATE_TOPIC)
+        .with_ext("topic", topic)
+        .with_ext("defaultTopic", "TBW102")
+        .with_ext("readQueueNums", queues)
+        .with_ext("writeQueueNums", queues)
+        .with_ext("perm", 6)
+        .with_ext("topicFilterType", "SINGLE_TAG")
+        .with_ext("topicSysFlag", 0)
+        .with_ext("order", false)
+}
+
 pub fn pull_cmd(topic: &str, queue_id: i32, offset: i64, suspend_ms: i64) -> RemotingCommand {
     use ringmq::protocol::codes::request_code;
     // sysFlag: SUSPEND | SUBSCRIPTION
