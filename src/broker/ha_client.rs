@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 
 use crate::broker::append::append_replicated;
+use crate::broker::ha_status::HaClientState;
 use crate::broker::register::LearnedMaster;
 use crate::broker::shard::Shard;
 use crate::common::now_ms;
@@ -70,14 +71,10 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
         .map_err(|e| format!("cannot connect: {e}"))?;
     // Where the next record goes: this commit log's end.
     let mut at = shard.ctx.writer.max_phy_offset();
-    stream
-        .write_all(&encode_report(at))
-        .await
-        .map_err(|e| format!("write error: {e}"))?;
-    let mut last_report = Instant::now();
     let state = &shard.ctx.ha_client;
     state.connected(master);
-    state.wrote_at(now_ms() as u64);
+    report(&mut stream, at, state).await?;
+    let mut last_report = Instant::now();
     // Bytes received in the current second, reported once it is whole.
     let mut second = (Instant::now(), 0u64);
     tracing::info!(%master, from = at, "HA connection to the master");
@@ -109,12 +106,8 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
                     ));
                 }
                 if last_report.elapsed() >= heartbeat {
-                    stream
-                        .write_all(&encode_report(at))
-                        .await
-                        .map_err(|e| format!("write error: {e}"))?;
+                    report(&mut stream, at, state).await?;
                     last_report = Instant::now();
-                    state.wrote_at(now_ms() as u64);
                 }
                 // Sleep until the master sends, or a report or the housekeeping check is due.
                 let due = heartbeat
@@ -164,14 +157,20 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
                     .map_err(|e| format!("append failed: {e}"))?;
             }
             at += used as u64;
-            stream
-                .write_all(&encode_report(at))
-                .await
-                .map_err(|e| format!("write error: {e}"))?;
+            report(&mut stream, at, state).await?;
             last_report = Instant::now();
-            state.wrote_at(now_ms() as u64);
         }
     }
+}
+
+/// Reports this slave's commit-log end, `at`, to the master.
+async fn report(stream: &mut Stream, at: u64, state: &HaClientState) -> Ended {
+    stream
+        .write_all(&encode_report(at))
+        .await
+        .map_err(|e| format!("write error: {e}"))?;
+    state.wrote_at(now_ms() as u64);
+    Ok(())
 }
 
 /// Has the writer make this slave's empty commit log begin at `offset`, and waits until it did.
