@@ -11,6 +11,7 @@
 //! numbers may come inside strings, and integer map keys may be unquoted. Called by broker and
 //! name-server handlers, config-file persistence and the load generator.
 
+mod controller;
 mod fastjson;
 mod register_compressed;
 #[cfg(test)]
@@ -20,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub use controller::*;
 pub use fastjson::{from_json, to_fastjson_legacy, to_json};
 pub use register_compressed::{
     decode_register_broker_body, decode_topic_config, encode_register_broker_body_compressed,

@@ -10,11 +10,13 @@
 
 mod broker;
 mod client;
+mod controller;
 mod namesrv;
 mod send;
 
 pub use broker::*;
 pub use client::*;
+pub use controller::*;
 pub use namesrv::*;
 pub use send::*;
 
