@@ -3,8 +3,7 @@
 //! send a controller, what it answers, and the role change it pushes to a broker. The broker's
 //! heartbeat to a controller is the name server's `BrokerHeartbeatRequestHeader`.
 
-use super::{ext_header, HeaderField};
-use crate::protocol::{ProtocolError, RemotingCommand};
+use super::ext_header;
 
 ext_header! {
     /// CONTROLLER_ALTER_SYNC_STATE_SET (1001); the body is the proposed `SyncStateSet`.
