@@ -197,7 +197,7 @@ pub async fn append(
     records: Vec<AppendRecord>,
     wait_flush: bool,
 ) -> Result<AppendOutcome, BrokerError> {
-    if shard.ctx.cfg.ha.broker_role.is_slave() {
+    if shard.ctx.role.is_slave() {
         return Err(BrokerError::ServiceNotAvailable(
             "service not available now: the broker is a SLAVE, messages are put to its master"
                 .into(),

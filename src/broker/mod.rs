@@ -29,6 +29,7 @@ pub mod register;
 pub mod relay;
 pub mod reply;
 pub mod retry;
+pub mod role;
 pub mod runtime_info;
 pub mod schedule;
 pub mod send;

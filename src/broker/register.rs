@@ -69,7 +69,7 @@ fn register_command(s0: &Shard) -> RemotingCommand {
         broker_addr: broker_addr(s0),
         cluster_name: cfg.broker_cluster_name.clone(),
         ha_server_addr: ha.to_string(),
-        broker_id: cfg.registered_broker_id(),
+        broker_id: s0.ctx.role.registered_broker_id(),
         heartbeat_timeout_millis: Some(120_000),
         compressed: false,
         body_crc32: body_crc32(&body),
@@ -188,7 +188,7 @@ pub async fn unregister_all(s0: &Rc<Shard>) {
             broker_name: cfg.broker_name.clone(),
             broker_addr: broker_addr(s0),
             cluster_name: cfg.broker_cluster_name.clone(),
-            broker_id: cfg.registered_broker_id(),
+            broker_id: s0.ctx.role.registered_broker_id(),
         }
         .write_to(&mut cmd);
         if let Err(e) = invoke(&mut clients, addr, cmd).await {

@@ -66,6 +66,8 @@ pub struct BrokerContext {
     pub slave_acks: Arc<SlaveAcks>,
     /// A slave's link to its master (for GET_BROKER_HA_STATUS).
     pub ha_client: Arc<crate::broker::ha_status::HaClientState>,
+    /// The role now: broker.conf's, or in controller mode the controller's (`broker::role`).
+    pub role: Arc<crate::broker::role::RoleState>,
 }
 
 /// A queue owned by this shard.
@@ -503,9 +505,10 @@ impl Shard {
         self.stopping.set(true);
     }
 
-    /// Schedule, timer and transaction-check deliveries are paused (shutdown gathers progress).
+    /// Schedule, timer and transaction-check deliveries are paused: shutdown gathers
+    /// progress, or the broker is a slave now (controller mode turns a master into one).
     pub fn is_paused(&self) -> bool {
-        self.paused.get()
+        self.paused.get() || self.ctx.role.is_slave()
     }
 
     pub fn pause(&self) {

@@ -203,6 +203,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         stats: crate::broker::stats::BrokerStats::new(n),
         slave_acks: Arc::new(crate::broker::group_transfer::SlaveAcks::new(n)),
         ha_client: Arc::default(),
+        role: Arc::new(crate::broker::role::RoleState::from_config(&cfg)),
         ha_addr,
         cfg: cfg.clone(),
     });
@@ -304,8 +305,9 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
             applier.on_dispatch(runs);
         }
     });
-    // The services that store messages run on masters only, as Java starts them.
-    if !shard.ctx.cfg.ha.broker_role.is_slave() {
+    // The services that store messages run on masters only, as Java starts them; in
+    // controller mode they start paused and run while the broker is master.
+    if !shard.ctx.role.is_slave() || shard.ctx.cfg.controller_mode.enabled {
         schedule::start(&shard);
         timer::start(&shard, p.timer_progress);
         crate::broker::transaction::start(&shard);
