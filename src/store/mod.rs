@@ -6,6 +6,7 @@
 //! segments read-only and touch only bytes the writer has published.
 
 pub mod allocator;
+pub mod broker_identity;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;

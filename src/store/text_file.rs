@@ -1,7 +1,8 @@
 //! The replacement of the store root's small text files (the epoch file, the broker identity
-//! files): RocketMQ keeps the previous version as `<name>.bak` (`MixAll.string2File`), but writes
-//! the new one in place; ringmq writes it to `<name>.tmp`, fsyncs it and renames it over the
-//! old one, so a crash leaves either the old file or the new one, never half of one.
+//! files): RocketMQ keeps the previous version of the epoch file as `<name>.bak`
+//! (`MixAll.string2File`), but writes the new one in place; ringmq writes it to `<name>.tmp`,
+//! fsyncs it and renames it over the old one, so a crash leaves either the old file or the new
+//! one, never half of one.
 //!
 //! Blocking (fsync): callers run it on the main thread at start-up or on a helper thread, never
 //! on a shard core.
@@ -30,26 +31,33 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         write_synced(&sibling(&bak, ".tmp"), &previous)?;
         rename(&sibling(&bak, ".tmp"), &bak)?;
     }
+    write_atomic(path, bytes)
+}
+
+/// Replaces `path` with `bytes` keeping no backup: a fsynced `.tmp` renamed into place, then
+/// the directory fsynced.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let dir = parent(path);
+    std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
     let tmp = sibling(path, ".tmp");
     write_synced(&tmp, bytes)?;
     rename(&tmp, path)?;
     sync_dir(&dir)
 }
 
+/// Removes `path` (a missing file is fine), then fsyncs the directory.
+pub fn remove(path: &Path) -> Result<(), StoreError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => sync_dir(&parent(path)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
 /// Removes `path` and its `.bak` (missing files are fine), then fsyncs the directory.
 pub fn remove_with_backup(path: &Path) -> Result<(), StoreError> {
-    for p in [path.to_path_buf(), sibling(path, ".bak")] {
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io(&p, e)),
-        }
-    }
-    let dir = parent(path);
-    match std::fs::metadata(&dir) {
-        Ok(_) => sync_dir(&dir),
-        Err(_) => Ok(()),
-    }
+    remove(path)?;
+    remove(&sibling(path, ".bak"))
 }
 
 /// The file's text, `None` when it does not exist.
