@@ -116,6 +116,10 @@ async fn register_all(
     learned: &LearnedMaster,
     master: &MasterAddr,
 ) {
+    // In controller mode nothing is announced until the controller has said who this is.
+    if !s0.ctx.role.is_decided() {
+        return;
+    }
     let mut all_ok = true;
     for addr in s0.ctx.cfg.namesrv_addr.clone() {
         let cmd = register_command(s0);

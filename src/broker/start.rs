@@ -99,6 +99,8 @@ struct ShardParts {
     meta: Option<Metadata>,
     delay_progress: std::collections::BTreeMap<i32, i64>,
     timer_progress: timer::state::TimerProgress,
+    /// Shard 0 in controller mode: the commit log's epochs.
+    epochs: Option<crate::store::EpochFileCache>,
     /// Connections open across the broker's shards (`maxConnections`).
     open_connections: Arc<AtomicUsize>,
 }
@@ -149,7 +151,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     // broker's port, it chooses this one too). A taken port stops start-up, as in Java.
     let mut ha_listener = None;
     let mut ha_addr = None;
-    if !cfg.ha.broker_role.is_slave() {
+    if !cfg.ha.broker_role.is_slave() || cfg.controller_mode.enabled {
         let port = match (cfg.ha.ha_listen_port, cfg.listen_addr.port()) {
             (None, 0) => 0,
             _ => cfg.ha.ha_port(listen_addr.port()),
@@ -217,6 +219,13 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let timer_owner = owner_of(TIMER_TOPIC, timer::state::TIMER_QUEUE, n);
     let mut timer_progress = Some(timer::state::load_progress(&cfg.store.store_path_root_dir));
     let open_connections = Arc::new(AtomicUsize::new(0));
+    let mut epochs = if cfg.controller_mode.enabled {
+        Some(crate::store::EpochFileCache::load(
+            &cfg.store.store_path_root_dir,
+        )?)
+    } else {
+        None
+    };
     let mut parts = Vec::new();
     for (i, (((mesh, rx), (cqs, offsets)), delay_progress)) in meshes
         .into_iter()
@@ -244,6 +253,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             } else {
                 timer::state::TimerProgress::default()
             },
+            epochs: if i == 0 { epochs.take() } else { None },
             open_connections: open_connections.clone(),
         }));
     }
@@ -312,7 +322,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         timer::start(&shard, p.timer_progress);
         crate::broker::transaction::start(&shard);
     }
-    if shard.ctx.cfg.ha.needs_slave_acks() {
+    if shard.ctx.cfg.ha.needs_slave_acks() || shard.ctx.cfg.controller_mode.enabled {
         runtime::spawn(crate::broker::ha::group_transfer(shard.clone()));
     }
     crate::broker::clean::start(&shard);
@@ -320,7 +330,22 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         topic_manager::topics_changed(&shard);
         let learned: register::LearnedMaster = Rc::default();
         let master: register::MasterAddr = Rc::default();
-        if shard.ctx.cfg.ha.broker_role.is_slave() {
+        if shard.ctx.cfg.controller_mode.enabled {
+            // Controller mode: the controller decides the role; the slave's side follows
+            // whichever master it names, and mirrors its metadata while this broker is a slave.
+            let r = crate::broker::replicas::Replicas::open(p.epochs.unwrap_or_default());
+            runtime::spawn(crate::broker::replicas::run(shard.clone(), r.clone()));
+            runtime::spawn(crate::broker::ha_autoswitch_client::follow(
+                shard.clone(),
+                r,
+                learned.clone(),
+                master.clone(),
+            ));
+            runtime::spawn(crate::broker::slave_sync::run(
+                shard.clone(),
+                master.clone(),
+            ));
+        } else if shard.ctx.cfg.ha.broker_role.is_slave() {
             runtime::spawn(crate::broker::ha_client::follow(
                 shard.clone(),
                 learned.clone(),
