@@ -32,7 +32,7 @@ use crate::runtime::net::{bind_reuseport, Listener};
 use crate::runtime::placement::CorePlan;
 use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, ShardPlacement};
 use crate::store::consume_queue::ConsumeQueue;
-use crate::writer::{self, DispatchRun, Dispatcher, WriterHandle};
+use crate::writer::{self, CqTruncate, DispatchRun, Dispatched, Dispatcher, WriterHandle};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -62,9 +62,10 @@ pub struct BrokerHandle {
     writer: Option<WriterHandle>,
 }
 
-/// Routes the writer's published units to the owner shards' dispatch mailboxes.
+/// Routes the writer's published units to the owner shards' dispatch mailboxes, and a
+/// consume-queue truncation to every shard, in the same order.
 struct ShardDispatcher {
-    senders: Vec<MailboxSender<Vec<DispatchRun>>>,
+    senders: Vec<MailboxSender<Dispatched>>,
 }
 
 impl Dispatcher for ShardDispatcher {
@@ -79,8 +80,22 @@ impl Dispatcher for ShardDispatcher {
                 continue;
             }
             // The writer is a plain thread: it may wait for a full shard mailbox to drain.
-            if self.senders[i].send_blocking(batch).is_err() {
+            if self.senders[i]
+                .send_blocking(Dispatched::Runs(batch))
+                .is_err()
+            {
                 tracing::error!(shard = i, "shard gone; units will be rebuilt by recovery");
+            }
+        }
+    }
+
+    fn truncate(&mut self, cut: CqTruncate) {
+        let copies = cut.split(self.senders.len());
+        for (sender, c) in self.senders.iter().zip(copies) {
+            if let Err(Dispatched::Truncate(c)) = sender.send_blocking(Dispatched::Truncate(c)) {
+                c.answer(Err(crate::store::StoreError::NotWritable(
+                    "a shard is gone; its consume queues cannot be truncated".into(),
+                )));
             }
         }
     }
@@ -90,7 +105,7 @@ impl Dispatcher for ShardDispatcher {
 struct ShardParts {
     mesh: Mesh<Shard>,
     rx: runtime::MailboxReceiver<Job<Shard>>,
-    dispatched: runtime::MailboxReceiver<Vec<DispatchRun>>,
+    dispatched: runtime::MailboxReceiver<Dispatched>,
     listeners: Vec<(std::net::TcpListener, bool)>,
     /// Shard 0 of a master: the HA listener.
     ha_listener: Option<std::net::TcpListener>,
@@ -311,8 +326,8 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     ));
     let applier = shard.clone();
     runtime::spawn(async move {
-        while let Some(runs) = applier.next_dispatched().await {
-            applier.on_dispatch(runs);
+        while let Some(d) = applier.next_dispatched().await {
+            applier.on_dispatched(d);
         }
     });
     // The services that store messages run on masters only, as Java starts them; in

@@ -8,8 +8,10 @@
 //!
 //! Callers: shards hold a `WriterSender` and call `try_append` (never blocks; a full inbox is
 //! SYSTEM_BUSY for the caller), `try_drop_topic` when a topic is deleted (its queue
-//! offsets start again at 0), and, on a slave joining its master, `try_start_at` (an empty log
-//! begins at a later segment); the runtime owns the `WriterHandle` and calls `shutdown`.
+//! offsets start again at 0), on a slave joining its master, `try_start_at` (an empty log
+//! begins at a later segment), and, on an AutoSwitch slave whose log went past its new
+//! master's, `try_truncate_to` (the log, its consume queues, index and queue offsets go back to
+//! an earlier record); the runtime owns the `WriterHandle` and calls `shutdown`.
 //! Invariants: replies happen after the write and, for SYNC_FLUSH + wait_flush, after the
 //! fdatasync covering the record (SYNC_FLUSH requests with wait_flush = false are answered
 //! right after the write); dispatch of a batch precedes its flush-waiting replies;
@@ -19,12 +21,14 @@
 
 mod checkpointer;
 mod core;
+mod cq_truncate;
 mod flusher;
 mod group_commit;
 mod index_checkpoint;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
+pub use cq_truncate::{CqTruncate, CqTruncated, Dispatched, CQ_TRUNCATE_ANSWERS_MAX};
 pub use group_commit::GroupCommitStats;
 
 use std::collections::HashMap;
@@ -268,6 +272,10 @@ pub struct DispatchUnit {
 
 pub trait Dispatcher: Send + 'static {
     fn dispatch(&mut self, runs: Vec<DispatchRun>);
+    /// Has every consume queue drop its units at or past `cut.phy_offset`, after every run
+    /// dispatched before and before any run dispatched after; every owner answers through
+    /// `cut` (see `CqTruncate::split`). A dispatcher that keeps no queues answers `Ok(vec![])`.
+    fn truncate(&mut self, cut: CqTruncate);
 }
 
 /// The parts of an opened store the writer thread takes over.
@@ -291,7 +299,7 @@ impl WriterParts {
     }
 }
 
-/// Where the outcome of a `StartAt` goes (called on the writer thread).
+/// Where the outcome of a `StartAt` or a `TruncateTo` goes (called on the writer thread).
 pub type StartReply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 
 enum Msg {
@@ -305,6 +313,12 @@ enum Msg {
     /// An empty commit log begins at `offset` (a slave joining its master's log past 0, see
     /// `WriterSender::try_start_at`); `done` gets the outcome.
     StartAt {
+        offset: u64,
+        done: StartReply,
+    },
+    /// The commit log goes back to `offset` (see `WriterSender::try_truncate_to`); `done` gets
+    /// the outcome.
+    TruncateTo {
         offset: u64,
         done: StartReply,
     },
@@ -331,6 +345,13 @@ impl Published {
     /// take it back.
     fn publish(&self, upto: u64) {
         self.max_phy.fetch_max(upto, Ordering::AcqRel);
+        self.on_publish.wake();
+    }
+
+    /// Moves the published end back to `end`: the one way it goes back, used only by a
+    /// truncation of the commit log (`WriterCore::truncate_to`), once nothing else publishes.
+    fn set_back(&self, end: u64) {
+        self.max_phy.store(end, Ordering::Release);
         self.on_publish.wake();
     }
 }
@@ -391,6 +412,23 @@ impl WriterSender {
     /// or the writer stopped (then `done` never runs).
     pub fn try_start_at(&self, offset: u64, done: StartReply) -> bool {
         let sent = self.tx.try_send(Msg::StartAt { offset, done }).is_ok();
+        self.wake();
+        sent
+    }
+
+    /// Asks the writer to truncate the commit log back to `offset` (Java's `truncateFiles`, run
+    /// by an AutoSwitch slave at the point where its log and its new master's agree). Appends
+    /// sent before this one are processed first, and appends after it continue at `offset`
+    /// with the queue offsets the dropped records had. `offset` must be where a record starts
+    /// (or the end), in `[min, max]`; or, below the first byte, a multiple of the segment size:
+    /// then everything goes and the empty log begins at `offset`. `done` runs on the writer
+    /// thread: `Invalid` for an offset refused (nothing changed); another error when the
+    /// truncation failed part way (appends are refused from then on and the next start recovers
+    /// from what is on disk); `Ok` once the log, every consume queue and the index end at
+    /// `offset`, durably. Never blocks: false when the inbox is full or the writer stopped
+    /// (then `done` never runs).
+    pub fn try_truncate_to(&self, offset: u64, done: StartReply) -> bool {
+        let sent = self.tx.try_send(Msg::TruncateTo { offset, done }).is_ok();
         self.wake();
         sent
     }
@@ -546,3 +584,5 @@ mod tests_retention;
 mod tests_start_at;
 #[cfg(test)]
 mod tests_sync_flush;
+#[cfg(test)]
+mod tests_truncate;

@@ -1,10 +1,10 @@
 //! The ConsumeQueue operations that are not the append path: recovery truncation
-//! (`truncate_dirty`), retention (`delete_expired`), time-based search and the directory walk
+//! (`truncate_dirty`, and `truncate_from` for a running commit log truncated back), retention (`delete_expired`), time-based search and the directory walk
 //! that finds every queue at startup. Same owner and invariants as `consume_queue/mod.rs`.
 
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{ConsumeQueue, CqUnit, CQ_UNIT_SIZE};
 use crate::store::StoreError;
@@ -55,6 +55,26 @@ impl ConsumeQueue {
         self.min_offset = self.min_offset.min(new_max);
         self.max_phy_offset = new_max_phy;
         Ok(())
+    }
+
+    /// Drops the units of records at or past `phy_offset`, a record boundary of a commit log
+    /// being truncated there (`truncate_dirty`: a unit before a boundary ends at or before it).
+    /// Returns what must be fsynced for the cut to survive a crash: the last kept file and the
+    /// queue's directory (files may have been removed); nothing when no unit went.
+    pub fn truncate_from(&mut self, phy_offset: u64) -> Result<Vec<PathBuf>, StoreError> {
+        let before = (self.max_offset, self.files.len());
+        self.truncate_dirty(phy_offset)?;
+        if (self.max_offset, self.files.len()) == before {
+            return Ok(Vec::new());
+        }
+        let mut paths: Vec<PathBuf> = self
+            .files
+            .last()
+            .map(|f| f.path.clone())
+            .into_iter()
+            .collect();
+        paths.push(self.dir.clone());
+        Ok(paths)
     }
 
     /// Deletes whole files whose last (non-blank) unit's phy_offset is below `min_phy_offset` (the commit log
