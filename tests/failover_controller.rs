@@ -59,7 +59,8 @@ fn bodies(addr: SocketAddr) -> BTreeMap<String, usize> {
                 break;
             }
             for rec in &recs {
-                *out.entry(String::from_utf8_lossy(rec.body).into_owned()).or_insert(0) += 1;
+                *out.entry(String::from_utf8_lossy(rec.body).into_owned())
+                    .or_insert(0) += 1;
                 offset = rec.queue_offset + 1;
             }
         }
@@ -81,7 +82,10 @@ fn commit_log(dir: &Path) -> Vec<u8> {
 }
 
 fn max_phy(addr: SocketAddr) -> Option<i64> {
-    let r = try_call(addr, RemotingCommand::new_request(request_code::GET_BROKER_RUNTIME_INFO))?;
+    let r = try_call(
+        addr,
+        RemotingCommand::new_request(request_code::GET_BROKER_RUNTIME_INFO),
+    )?;
     let body = String::from_utf8_lossy(&r.body).into_owned();
     let at = body.find("\"commitLogMaxOffset\":\"")? + "\"commitLogMaxOffset\":\"".len();
     body[at..].split('"').next()?.parse().ok()
@@ -102,7 +106,12 @@ fn a_group_elects_a_master_and_replicates() {
     for b in &c.brokers {
         let deadline = Instant::now() + Duration::from_secs(5);
         while max_phy(b.addr) != Some(want) {
-            assert!(Instant::now() < deadline, "{} lags: {:?} vs {want}", b.node.name, max_phy(b.addr));
+            assert!(
+                Instant::now() < deadline,
+                "{} lags: {:?} vs {want}",
+                b.node.name,
+                max_phy(b.addr)
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -206,7 +215,11 @@ fn a_killed_master_is_replaced_and_loses_nothing() {
         println!(
             "round {round}: new master {new_master} taking sends {} ms after the SIGKILL{}",
             killed_at.elapsed().as_millis(),
-            if with_leader { " (controller leader killed too)" } else { "" }
+            if with_leader {
+                " (controller leader killed too)"
+            } else {
+                ""
+            }
         );
         std::thread::sleep(Duration::from_millis(300));
         sent.stop.store(true, Ordering::Release);
@@ -217,8 +230,16 @@ fn a_killed_master_is_replaced_and_loses_nothing() {
         // Every acknowledged message, once, on the new master.
         let have = bodies(new_master);
         let acked = sent.acked.lock().unwrap().clone();
-        let missing: Vec<_> = acked.iter().filter(|k| !have.contains_key(*k)).take(5).collect();
-        assert!(missing.is_empty(), "round {round}: acknowledged but lost: {missing:?}\n{}", c.logs());
+        let missing: Vec<_> = acked
+            .iter()
+            .filter(|k| !have.contains_key(*k))
+            .take(5)
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "round {round}: acknowledged but lost: {missing:?}\n{}",
+            c.logs()
+        );
         let twice: Vec<_> = have.iter().filter(|(_, n)| **n > 1).take(5).collect();
         assert!(twice.is_empty(), "round {round}: stored twice: {twice:?}");
         // The dead rejoin: the old master as a slave, the controller too.
@@ -229,21 +250,24 @@ fn a_killed_master_is_replaced_and_loses_nothing() {
         }
         c.brokers[m].node.restart();
         c.wait_for_master(3, Duration::from_secs(30));
-        let nm = c
-            .brokers
-            .iter()
-            .position(|b| b.addr == new_master)
-            .unwrap();
+        let nm = c.brokers.iter().position(|b| b.addr == new_master).unwrap();
         let want = max_phy(new_master).expect("new master's end");
         let deadline = Instant::now() + Duration::from_secs(10);
         while max_phy(c.brokers[m].addr) != Some(want) {
-            assert!(Instant::now() < deadline, "round {round}: the old master does not catch up\n{}", c.logs());
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: the old master does not catch up\n{}",
+                c.logs()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         let theirs = commit_log(&c.brokers[nm].store);
         let ours = commit_log(&c.brokers[m].store);
         let end = want as usize;
-        assert!(ours.len() >= end && theirs.len() >= end, "round {round}: short commit logs");
+        assert!(
+            ours.len() >= end && theirs.len() >= end,
+            "round {round}: short commit logs"
+        );
         assert!(
             ours[..end] == theirs[..end],
             "round {round}: the old master's commit log differs from the new master's"
@@ -266,7 +290,12 @@ fn a_partitioned_master_stops_acknowledging() {
     let mut acked = Vec::new();
     for i in 0..30 {
         let key = format!("before-{i}");
-        assert_eq!(send(old, &key), Some(response_code::SUCCESS), "{}", c.logs());
+        assert_eq!(
+            send(old, &key),
+            Some(response_code::SUCCESS),
+            "{}",
+            c.logs()
+        );
         acked.push(key);
     }
     let (_, _, epoch_before, _) = c.replica_info().expect("replica info");
@@ -295,7 +324,10 @@ fn a_partitioned_master_stops_acknowledging() {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    println!("new master {new_master} {} ms after the cut", cut_at.elapsed().as_millis());
+    println!(
+        "new master {new_master} {} ms after the cut",
+        cut_at.elapsed().as_millis()
+    );
     let mut probe = 0;
     let mut after = 0;
     while after < 30 {
@@ -305,7 +337,11 @@ fn a_partitioned_master_stops_acknowledging() {
             acked.push(key);
             after += 1;
         }
-        assert!(probe < 3000, "the new master does not take sends\n{}", c.logs());
+        assert!(
+            probe < 3000,
+            "the new master does not take sends\n{}",
+            c.logs()
+        );
     }
     let during = during.join().unwrap();
     for (key, code) in &during {
@@ -329,13 +365,23 @@ fn a_partitioned_master_stops_acknowledging() {
     }
     let have = bodies(new_master);
     for key in &acked {
-        assert_eq!(have.get(key), Some(&1), "acknowledged {key} is not on the new master once");
+        assert_eq!(
+            have.get(key),
+            Some(&1),
+            "acknowledged {key} is not on the new master once"
+        );
     }
     for (key, _) in &during {
-        assert!(!have.contains_key(key), "{key}, never acknowledged, reached the new master");
+        assert!(
+            !have.contains_key(key),
+            "{key}, never acknowledged, reached the new master"
+        );
     }
     let nm = c.brokers.iter().position(|b| b.addr == new_master).unwrap();
     let end = want as usize;
-    let (ours, theirs) = (commit_log(&c.brokers[m].store), commit_log(&c.brokers[nm].store));
+    let (ours, theirs) = (
+        commit_log(&c.brokers[m].store),
+        commit_log(&c.brokers[nm].store),
+    );
     assert!(ours.len() >= end && theirs.len() >= end && ours[..end] == theirs[..end]);
 }

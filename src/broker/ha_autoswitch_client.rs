@@ -242,8 +242,18 @@ async fn record_epoch(shard: &Shard, r: &Replicas, epoch: i32, start: i64) -> En
 
 /// Has the writer cut the commit log back to `offset`, and waits until it did.
 async fn truncate(shard: &Rc<Shard>, offset: u64) -> Ended {
-    let _ = (shard, offset);
-    Err("truncating a running broker's commit log is not available yet".into())
+    let (tx, rx) = oneshot::channel::<Result<(), StoreError>>();
+    let done = Box::new(move |r| {
+        // The receiver is gone only when this connection's task was dropped (shutdown).
+        let _ = tx.send(r);
+    });
+    if !shard.ctx.writer.try_truncate_to(offset, done) {
+        return Err("the writer's inbox is full or the writer stopped".into());
+    }
+    match rx.await {
+        Ok(r) => r.map_err(|e| format!("cannot truncate the commit log to {offset}: {e}")),
+        Err(_) => Err("the writer stopped".into()),
+    }
 }
 
 async fn write(stream: &mut Stream, bytes: &[u8], limit: Duration) -> Ended {

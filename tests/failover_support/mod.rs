@@ -68,7 +68,9 @@ impl Namespaces {
             let name = ns.name(i);
             let (outer, inner) = (format!("{tag}v{i}"), format!("{tag}p{i}"));
             ip(&["netns", "add", &name]);
-            ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner]);
+            ip(&[
+                "link", "add", &outer, "type", "veth", "peer", "name", &inner,
+            ]);
             ip(&["link", "set", &inner, "netns", &name]);
             ip(&["link", "set", &outer, "master", &br]);
             ip(&["link", "set", &outer, "up"]);
@@ -96,7 +98,9 @@ impl Namespaces {
 
     fn remove(&self) {
         for i in 0..self.count.max(3) {
-            let _ = Command::new("ip").args(["netns", "del", &self.name(i)]).output();
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.name(i)])
+                .output();
             let _ = Command::new("ip")
                 .args(["link", "del", &format!("{}v{i}", self.tag)])
                 .output();
@@ -186,10 +190,16 @@ impl Node {
         };
         let mut child = cmd
             .args(&self.args)
-            .env("RINGMQ_LOG", std::env::var("RINGMQ_LOG").unwrap_or("info".into()))
+            .env(
+                "RINGMQ_LOG",
+                std::env::var("RINGMQ_LOG").unwrap_or("info".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(log_file(&self.logs, &format!("{}.log", self.name))))
+            .stderr(Stdio::from(log_file(
+                &self.logs,
+                &format!("{}.log", self.name),
+            )))
             .spawn()
             .expect("spawn ringmq");
         wait_line(&mut child, self.ready_line);
@@ -386,9 +396,12 @@ impl Cluster {
     pub fn controller_leader(&self) -> Option<usize> {
         self.controllers.iter().position(|(n, a)| {
             n.is_running()
-                && try_call(*a, RemotingCommand::new_request(request_code::CONTROLLER_GET_METADATA_INFO))
-                    .and_then(|r| GetMetaDataResponseHeader::from_command(&r).ok())
-                    .is_some_and(|h| h.is_leader)
+                && try_call(
+                    *a,
+                    RemotingCommand::new_request(request_code::CONTROLLER_GET_METADATA_INFO),
+                )
+                .and_then(|r| GetMetaDataResponseHeader::from_command(&r).ok())
+                .is_some_and(|h| h.is_leader)
         })
     }
 
@@ -405,12 +418,7 @@ impl Cluster {
         }
         let h = GetReplicaInfoResponseHeader::from_command(&r).ok()?;
         let set: SyncStateSet = from_json(&r.body).ok()?;
-        Some((
-            h.master_broker_id?,
-            h.master_address?,
-            h.master_epoch?,
-            set,
-        ))
+        Some((h.master_broker_id?, h.master_address?, h.master_epoch?, set))
     }
 
     /// Waits until the controller names a master that takes sends and a SyncStateSet of
