@@ -83,9 +83,9 @@ impl ControllerError {
                 rc::CONTROLLER_ALTER_SYNC_STATE_SET_FAILED
             }
             ControllerError::BrokerIdInvalid(_) => rc::CONTROLLER_BROKER_ID_INVALID,
-            // Java answers an undecodable header through the processor's exception path as
-            // SYSTEM_ERROR; an invalid field of a controller request is its INVALID_REQUEST.
-            ControllerError::Protocol(_) => rc::CONTROLLER_INVALID_REQUEST,
+            // Java's processor throws on an undecodable header or body, and the remoting
+            // server answers the exception as SYSTEM_ERROR.
+            ControllerError::Protocol(_) => rc::SYSTEM_ERROR,
             ControllerError::Raft(_) => rc::SYSTEM_ERROR,
             ControllerError::NotSupported(_) => rc::REQUEST_CODE_NOT_SUPPORTED,
         }

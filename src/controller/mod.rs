@@ -8,10 +8,20 @@
 //!
 //! Nothing here imports the broker; the controller runs on its own thread, never on a shard.
 
+pub mod answer;
+pub mod config;
 pub mod elect;
 pub mod error;
 pub mod heartbeat;
+pub mod processor;
+pub mod raft;
 pub mod replicas;
+pub mod server;
+pub mod service;
+pub mod wire;
+
+pub use config::ControllerConfig;
+pub use server::{start_controller, ControllerHandle};
 
 #[cfg(test)]
 mod replicas_tests;
