@@ -25,6 +25,9 @@ pub struct ControllerConfig {
     pub self_id: String,
     pub store_path: PathBuf,
     pub scan_not_active_broker_interval_ms: u64,
+    /// How often the leader looks for groups whose master is dead, and how long a freshly
+    /// started controller waits before the first look (brokers must first be heard from).
+    pub scan_inactive_master_interval_ms: u64,
     pub notify_broker_role_changed: bool,
     pub enable_elect_unclean_master: bool,
     pub elect_master_max_retry_count: u32,
@@ -44,6 +47,7 @@ const KNOWN_KEYS: &[&str] = &[
     "controllerDLegerSelfId",
     "controllerStorePath",
     "scanNotActiveBrokerInterval",
+    "scanInactiveMasterInterval",
     "notifyBrokerRoleChanged",
     "enableElectUncleanMaster",
     "electMasterMaxRetryCount",
@@ -84,6 +88,14 @@ fn parse_bool(key: &str, v: &str) -> Result<bool, ConfigError> {
         "false" => Ok(false),
         _ => Err(invalid(key, v, "expected true or false")),
     }
+}
+
+/// A scan interval: 100 ms to an hour.
+fn interval_ms(key: &str, v: &str) -> Result<u64, ConfigError> {
+    v.parse()
+        .ok()
+        .filter(|ms| (100..=3_600_000).contains(ms))
+        .ok_or_else(|| invalid(key, v, "must be 100..=3600000 ms"))
 }
 
 /// `n0-127.0.0.1:9878;n1-127.0.0.1:9868`.
@@ -176,22 +188,16 @@ impl ControllerConfig {
                 .filter(|s| !s.is_empty())
                 .map_or_else(|| PathBuf::from("./controller-store"), PathBuf::from),
             scan_not_active_broker_interval_ms: 5_000,
+            scan_inactive_master_interval_ms: 5_000,
             notify_broker_role_changed: true,
             enable_elect_unclean_master: false,
             elect_master_max_retry_count: 3,
         };
         if let Some(v) = get("scanNotActiveBrokerInterval") {
-            let ms: u64 = v
-                .parse()
-                .map_err(|_| invalid("scanNotActiveBrokerInterval", v, "not a number of ms"))?;
-            if !(100..=3_600_000).contains(&ms) {
-                return Err(invalid(
-                    "scanNotActiveBrokerInterval",
-                    v,
-                    "must be 100..=3600000 ms",
-                ));
-            }
-            cfg.scan_not_active_broker_interval_ms = ms;
+            cfg.scan_not_active_broker_interval_ms = interval_ms("scanNotActiveBrokerInterval", v)?;
+        }
+        if let Some(v) = get("scanInactiveMasterInterval") {
+            cfg.scan_inactive_master_interval_ms = interval_ms("scanInactiveMasterInterval", v)?;
         }
         for k in UPDATABLE_KEYS {
             if let Some(v) = get(k) {
@@ -233,12 +239,13 @@ impl ControllerConfig {
             .map(|p| format!("{}-{}", p.id, p.addr))
             .collect();
         format!(
-            "controllerDLegerGroup={}\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId={}\ncontrollerStorePath={}\nscanNotActiveBrokerInterval={}\nnotifyBrokerRoleChanged={}\nenableElectUncleanMaster={}\nelectMasterMaxRetryCount={}\ncontrollerType=DLedger\n",
+            "controllerDLegerGroup={}\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId={}\ncontrollerStorePath={}\nscanNotActiveBrokerInterval={}\nscanInactiveMasterInterval={}\nnotifyBrokerRoleChanged={}\nenableElectUncleanMaster={}\nelectMasterMaxRetryCount={}\ncontrollerType=DLedger\n",
             self.group,
             peers.join(";"),
             self.self_id,
             self.store_path.display(),
             self.scan_not_active_broker_interval_ms,
+            self.scan_inactive_master_interval_ms,
             self.notify_broker_role_changed,
             self.enable_elect_unclean_master,
             self.elect_master_max_retry_count,

@@ -110,10 +110,12 @@ async fn run(
         }
     };
     let scan_every = Duration::from_millis(cfg.scan_not_active_broker_interval_ms);
+    let reelect_every = Duration::from_millis(cfg.scan_inactive_master_interval_ms);
     let (ctx, jobs) = Ctx::new(cfg, raft, shared);
     tokio::task::spawn_local(service::run_scheduler(ctx.clone(), jobs));
     tokio::task::spawn_local(accept_loop(ctx.clone(), listener));
     tokio::task::spawn_local(scan_loop(ctx.clone(), scan_every));
+    tokio::task::spawn_local(reelect_loop(ctx.clone(), reelect_every));
     tokio::task::spawn_local(watch_leader(ctx.clone()));
     let _ = ready.send(Ok(me));
     let _ = stop.await;
@@ -195,8 +197,8 @@ async fn serve_connection(ctx: &Rc<Ctx>, stream: TcpStream, conn: u64) {
     writer.abort();
 }
 
-/// Every `scanNotActiveBrokerInterval`: expire silent brokers (any controller), then, on the
-/// leader, re-elect where a master is dead.
+/// Every `scanNotActiveBrokerInterval`: expire silent brokers (any controller); the leader
+/// re-elects where an expired broker was master.
 async fn scan_loop(ctx: Rc<Ctx>, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -208,6 +210,15 @@ async fn scan_loop(ctx: Rc<Ctx>, every: Duration) {
             live.scan()
         };
         on_inactive(&ctx, expired);
+    }
+}
+
+/// Every `scanInactiveMasterInterval`, on the leader: re-elect where a master is dead.
+async fn reelect_loop(ctx: Rc<Ctx>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
         scan_reelect(&ctx);
     }
 }

@@ -41,11 +41,6 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Role-change notifications in flight at once; each has `NOTIFY_TIMEOUT`.
 pub const MAX_NOTIFY_IN_FLIGHT: usize = 64;
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(3);
-/// A freshly started controller does not re-elect for this long: brokers need one heartbeat
-/// round to show up in its live table, and until then every master would look dead.
-pub const REELECT_GRACE: Duration =
-    Duration::from_millis(super::heartbeat::DEFAULT_HEARTBEAT_TIMEOUT_MS as u64);
-
 pub type Validate = Box<dyn FnOnce(&ReplicasInfo, &BrokerLiveTable, &ControllerConfig) -> Prepared>;
 
 struct Job {
@@ -133,14 +128,35 @@ pub async fn run_scheduler(ctx: Rc<Ctx>, mut rx: SchedulerRx) {
     }
 }
 
-async fn run_job(ctx: &Rc<Ctx>, validate: Validate, req: &RemotingCommand) -> RemotingCommand {
-    match tokio::time::timeout(WRITE_TIMEOUT, ctx.raft.ensure_linearizable()).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => {
-            tracing::info!("not leader for a controller request: {e}");
-            return error_answer(req, &ControllerError::NotLeader);
+/// Waits until this leader has confirmed its leadership with a quorum and applied all it
+/// committed. A quorum that does not answer yet (just after an election, say) is asked again
+/// until `WRITE_TIMEOUT`; a higher term means another controller leads.
+async fn linearize(ctx: &Rc<Ctx>) -> Result<(), ControllerError> {
+    use openraft::error::{CheckIsLeaderError, RaftError};
+    let deadline = tokio::time::Instant::now() + WRITE_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match tokio::time::timeout(left, ctx.raft.ensure_linearizable()).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(e)))) => {
+                tracing::debug!("leadership not confirmed yet: {e}");
+                if tokio::time::Instant::now() + Duration::from_millis(50) >= deadline {
+                    return Err(ControllerError::Raft("no quorum in time".into()));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(Err(e)) => {
+                tracing::info!("not leader for a controller request: {e}");
+                return Err(ControllerError::NotLeader);
+            }
+            Err(_) => return Err(ControllerError::Raft("no quorum in time".into())),
         }
-        Err(_) => return error_answer(req, &ControllerError::Raft("no quorum in time".into())),
+    }
+}
+
+async fn run_job(ctx: &Rc<Ctx>, validate: Validate, req: &RemotingCommand) -> RemotingCommand {
+    if let Err(e) = linearize(ctx).await {
+        return error_answer(req, &e);
     }
     let prepared = {
         let data = ctx.shared.lock();
@@ -196,9 +212,12 @@ pub fn on_inactive(ctx: &Rc<Ctx>, gone: Vec<BrokerIdentity>) {
 
 /// On the leader: elect again in every group whose master is dead while a member lives
 /// (Java's `scanInactiveMasterAndTriggerReelect`). Also run when this controller becomes
-/// leader, so a master that died with the old leader is replaced.
+/// leader, so a master that died with the old leader is replaced. Not within the first
+/// `scanInactiveMasterInterval` after start-up (Java's first scan waits as long): until every
+/// broker has been heard from once, a live master would look dead.
 pub fn scan_reelect(ctx: &Rc<Ctx>) {
-    if !ctx.is_leader() || ctx.started.elapsed() < REELECT_GRACE {
+    let grace = Duration::from_millis(ctx.cfg.borrow().scan_inactive_master_interval_ms);
+    if !ctx.is_leader() || ctx.started.elapsed() < grace {
         return;
     }
     let names = {

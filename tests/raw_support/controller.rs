@@ -117,26 +117,42 @@ impl ControllerGroup {
         std::fs::read_to_string(self.dir.path().join(format!("c{i}.log"))).unwrap_or_default()
     }
 
-    /// Asks every running controller (1005) until one says it leads; its index.
+    /// The leader's index once every running controller names it (1005) twice, 300 ms apart:
+    /// right after start-up openraft may still hand leadership over once.
     pub fn leader(&self, within: Duration) -> usize {
         let deadline = Instant::now() + within;
+        let mut last = None;
         loop {
-            for i in 0..self.ports.len() {
-                if self.procs[i].is_none() {
-                    continue;
-                }
-                if let Some(m) = metadata(self.addr(i)) {
-                    if m.is_leader {
-                        return i;
-                    }
-                }
+            let now = self.agreed_leader();
+            if let Some(l) = now.filter(|_| now == last) {
+                return l;
             }
+            last = now;
             assert!(
                 Instant::now() < deadline,
-                "no controller leader within {within:?}"
+                "no stable controller leader within {within:?}"
             );
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(300));
         }
+    }
+
+    /// The leader every running controller names, if they agree and it says it leads.
+    fn agreed_leader(&self) -> Option<usize> {
+        let mut leader = None;
+        for i in 0..self.ports.len() {
+            if self.procs[i].is_none() {
+                continue;
+            }
+            let m = metadata(self.addr(i))?;
+            let id = m.controller_leader_id?;
+            let idx: usize = id.strip_prefix('n')?.parse().ok()?;
+            if leader.is_some_and(|l| l != idx) {
+                return None;
+            }
+            leader = Some(idx);
+        }
+        let l = leader?;
+        metadata(self.addr(l))?.is_leader.then_some(l)
     }
 }
 
@@ -144,6 +160,16 @@ impl Drop for ControllerGroup {
     fn drop(&mut self) {
         for i in 0..self.procs.len() {
             self.kill9(i);
+        }
+        if std::thread::panicking() {
+            for i in 0..self.procs.len() {
+                let log = self.log(i);
+                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                eprintln!("--- controller n{i} log tail ---");
+                for l in tail.iter().rev() {
+                    eprintln!("{l}");
+                }
+            }
         }
     }
 }
