@@ -17,6 +17,7 @@ pub mod broker;
 pub mod common;
 pub mod config;
 pub mod constants;
+pub mod controller;
 pub mod filter;
 pub mod namesrv;
 pub mod namesrv_server;

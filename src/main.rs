@@ -1,5 +1,5 @@
 //! ringmq command line: `serve` (name server + broker in one process, the embedded default),
-//! `namesrv`, `broker -c broker.conf`.
+//! `namesrv`, `broker -c broker.conf`, `controller -c controller.conf`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -42,6 +42,12 @@ enum Cmd {
     },
     /// The broker alone, configured by a RocketMQ broker.conf.
     Broker(BrokerArgs),
+    /// A RocketMQ 5 controller (one member of a Raft group), configured by a controller.conf.
+    Controller {
+        /// controller.conf (key=value, Java's ControllerConfig key names).
+        #[arg(short = 'c', long = "config")]
+        config: PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -145,6 +151,17 @@ fn main() {
 fn run(cli: Cli) -> Result<(), String> {
     let _keep = Arc::new(());
     match cli.cmd {
+        Cmd::Controller { config } => {
+            let cfg = ringmq::controller::ControllerConfig::from_file(&config)
+                .map_err(|e| format!("{}: {e}", config.display()))?;
+            tracing::info!(config = ?cfg, "effective controller configuration");
+            let c = ringmq::controller::start_controller(cfg)?;
+            // Tests and scripts read this line.
+            println!("controller listening on {}", c.addr);
+            wait_for_signal();
+            c.shutdown();
+            Ok(())
+        }
         Cmd::Namesrv { listen, kv_config } => {
             let ns = start_namesrv(listen, Some(kv_config)).map_err(|e| e.to_string())?;
             println!("namesrv listening on {}", ns.addr);

@@ -2,6 +2,8 @@
 //! store, and talk to it with ringmq's own codec over plain blocking sockets.
 #![allow(dead_code)]
 
+pub mod controller;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};

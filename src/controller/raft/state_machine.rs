@@ -1,0 +1,192 @@
+//! The Raft state machine (openraft's `RaftStateMachine`): applies each committed entry's
+//! events to `ReplicasInfo`, and snapshots it as JSON to `snapshot.json` under the store path
+//! (temporary file, fsync, rename), read back at start-up.
+//!
+//! The data sits behind `Shared`, a mutex that only the controller's thread takes (openraft's
+//! traits need `Send + Sync`): openraft's apply task writes it, the request scheduler reads it
+//! to validate requests. Neither holds it across an await.
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use openraft::storage::RaftStateMachine;
+use openraft::{
+    Entry, EntryPayload, LogId, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError,
+    StorageIOError, StoredMembership,
+};
+use serde::{Deserialize, Serialize};
+
+use super::log_store::replace_file;
+use super::{Applied, Node, NodeId, TypeConfig};
+use crate::controller::replicas::ReplicasInfo;
+
+#[derive(Clone, Default, Serialize, Deserialize)]
+pub struct SmData {
+    pub last_applied: Option<LogId<NodeId>>,
+    pub last_membership: StoredMembership<NodeId, Node>,
+    pub replicas: ReplicasInfo,
+}
+
+/// The state machine's data, shared on the controller's thread.
+#[derive(Clone, Default)]
+pub struct Shared(Arc<Mutex<SmData>>);
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, SmData> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct SnapshotFile {
+    meta: SnapshotMeta<NodeId, Node>,
+    data: SmData,
+}
+
+pub struct StateMachine {
+    shared: Shared,
+    path: PathBuf,
+    current: Option<(SnapshotMeta<NodeId, Node>, Vec<u8>)>,
+    snapshot_seq: u64,
+}
+
+fn sm_err(e: impl std::fmt::Display) -> StorageError<NodeId> {
+    let e = std::io::Error::other(e.to_string());
+    StorageIOError::write_snapshot(None, openraft::AnyError::new(&e)).into()
+}
+
+impl StateMachine {
+    /// Opens the state machine at the last snapshot on disk (or empty).
+    pub fn open(dir: &Path, shared: Shared) -> std::io::Result<Self> {
+        let path = dir.join("snapshot.json");
+        let mut current = None;
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let f: SnapshotFile = serde_json::from_slice(&bytes).map_err(|e| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e}"))
+                })?;
+                let data = serde_json::to_vec(&f.data).map_err(std::io::Error::other)?;
+                *shared.lock() = f.data;
+                current = Some((f.meta, data));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        Ok(StateMachine {
+            shared,
+            path,
+            current,
+            snapshot_seq: 0,
+        })
+    }
+
+    fn save(&mut self, meta: SnapshotMeta<NodeId, Node>, data: SmData) -> std::io::Result<Vec<u8>> {
+        let file = SnapshotFile { meta, data };
+        let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
+        replace_file(&self.path, &bytes)?;
+        let data = serde_json::to_vec(&file.data).map_err(std::io::Error::other)?;
+        self.current = Some((file.meta, data.clone()));
+        Ok(data)
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
+        let data = self.shared.lock().clone();
+        self.snapshot_seq += 1;
+        let snapshot_id = match data.last_applied {
+            Some(l) => format!("{}-{}-{}", l.leader_id, l.index, self.snapshot_seq),
+            None => format!("--{}", self.snapshot_seq),
+        };
+        let meta = SnapshotMeta {
+            last_log_id: data.last_applied,
+            last_membership: data.last_membership.clone(),
+            snapshot_id,
+        };
+        let bytes = self.save(meta.clone(), data).map_err(sm_err)?;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(bytes)),
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, Node>), StorageError<NodeId>> {
+        let d = self.shared.lock();
+        Ok((d.last_applied, d.last_membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Applied>, StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + Send,
+        I::IntoIter: Send,
+    {
+        let mut out = Vec::new();
+        let mut d = self.shared.lock();
+        for e in entries {
+            d.last_applied = Some(e.log_id);
+            match e.payload {
+                EntryPayload::Blank => {}
+                EntryPayload::Normal(req) => {
+                    for ev in &req.events {
+                        d.replicas.apply(ev);
+                    }
+                }
+                EntryPayload::Membership(m) => {
+                    d.last_membership = StoredMembership::new(Some(e.log_id), m);
+                }
+            }
+            out.push(Applied);
+        }
+        Ok(out)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        StateMachine {
+            shared: self.shared.clone(),
+            path: self.path.clone(),
+            current: None,
+            snapshot_seq: self.snapshot_seq + 1,
+        }
+    }
+
+    async fn begin_receiving_snapshot(
+        &mut self,
+    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<NodeId, Node>,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let data: SmData = serde_json::from_slice(snapshot.get_ref()).map_err(sm_err)?;
+        self.save(meta.clone(), data.clone()).map_err(sm_err)?;
+        *self.shared.lock() = data;
+        Ok(())
+    }
+
+    async fn get_current_snapshot(
+        &mut self,
+    ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
+        if self.current.is_none() {
+            if let Ok(bytes) = std::fs::read(&self.path) {
+                if let Ok(f) = serde_json::from_slice::<SnapshotFile>(&bytes) {
+                    let data = serde_json::to_vec(&f.data).map_err(sm_err)?;
+                    self.current = Some((f.meta, data));
+                }
+            }
+        }
+        Ok(self.current.as_ref().map(|(meta, data)| Snapshot {
+            meta: meta.clone(),
+            snapshot: Box::new(Cursor::new(data.clone())),
+        }))
+    }
+}
