@@ -84,7 +84,10 @@ impl WriterCore {
                 q.insert(queue_id, next);
             }
         }
-        self.published
+        // Before anything lands in a segment created again under a removed one's name.
+        let bounds = &self.published.read_bounds;
+        bounds.truncations.fetch_add(1, Ordering::AcqRel);
+        bounds
             .min_phy
             .store(self.log.min_phy_offset(), Ordering::Release);
         self.published.set_back(end);
