@@ -255,17 +255,16 @@ impl Shard {
     }
 
     /// The commit log is being truncated back to `cut.phy_offset`: every owned queue drops its
-    /// units at or past it; the writer gets the files to fdatasync (it syncs them, off this core).
+    /// units at or past it; the writer gets the files to unlink and fsync (off this core).
     fn on_truncate(&self, cut: CqTruncate) {
         let mut queues = self.queues.borrow_mut();
-        let mut paths = Vec::new();
+        let mut files = crate::store::CqCutFiles::default();
         for q in queues.values_mut() {
-            match q.cq.truncate_from(cut.phy_offset) {
-                Ok(p) => paths.extend(p),
-                Err(e) => return cut.answer(Err(e)),
-            }
+            let c = q.cq.truncate_from(cut.phy_offset);
+            files.remove.extend(c.remove);
+            files.sync.extend(c.sync);
         }
-        cut.answer(Ok(paths));
+        cut.answer(Ok(files));
     }
 
     /// Applies units the writer published: append to the ConsumeQueues, wake parked pulls.

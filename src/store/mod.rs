@@ -25,7 +25,7 @@ pub mod tags_code;
 pub mod text_file;
 pub mod warm_gate;
 
-pub use consume_queue::{list_queues, ConsumeQueue, CqSyncJob, CqUnit, CQ_UNIT_SIZE};
+pub use consume_queue::{list_queues, ConsumeQueue, CqCutFiles, CqSyncJob, CqUnit, CQ_UNIT_SIZE};
 pub use index_file::IndexService;
 
 pub use commit_log::CommitLog;

@@ -321,7 +321,10 @@ impl WriterCore {
                 if let Completion::GroupCommit(gc) = &self.completion {
                     gc.state.flushed_phy.fetch_max(max, Ordering::AcqRel);
                 }
-                self.published.min_phy.store(min, Ordering::Release);
+                self.published
+                    .read_bounds
+                    .min_phy
+                    .store(min, Ordering::Release);
                 self.published.publish(max);
             }
             // Refused before anything changed.

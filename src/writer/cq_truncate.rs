@@ -2,27 +2,26 @@
 //! commit log is truncated back to a record boundary (`WriterSender::try_truncate_to`), every
 //! consume queue drops the units of the records at or past it. The writer hands one
 //! `CqTruncate` to its `Dispatcher` in dispatch order (after every run dispatched before, before
-//! any run after); the dispatcher tells each owner, and each owner answers with the files it
-//! changed, which the writer fdatasyncs before the commit log itself is cut (so no stale unit can
-//! survive a crash and point into records appended later at the same offsets).
+//! any run after); the dispatcher tells each owner, and each owner answers with the files left to
+//! unlink and to fsync (`CqCutFiles`), which the writer does, off the owners' cores, before the
+//! commit log itself is cut (so no stale unit can survive a crash and point into records
+//! appended later at the same offsets).
 //!
 //! The answers travel over a bounded channel the writer drains; an owner never blocks on it.
-
-use std::path::PathBuf;
 
 use crossbeam_channel::{Receiver, Sender};
 
 use super::DispatchRun;
-use crate::store::StoreError;
+use crate::store::{CqCutFiles, StoreError};
 
 /// Answers one truncation can collect: one per owner shard, far above any core count.
 pub const CQ_TRUNCATE_ANSWERS_MAX: usize = 1024;
 
-/// What one owner did: the files and directories to fdatasync, or why it could not.
+/// What one owner did: the files to unlink and to fsync, or why it could not.
 pub struct CqTruncated {
     /// How many answers the truncation gets in all (every one says the same).
     pub answers: usize,
-    pub result: Result<Vec<PathBuf>, StoreError>,
+    pub result: Result<CqCutFiles, StoreError>,
 }
 
 /// Every consume queue drops its units whose record starts at or past `phy_offset`.
@@ -57,7 +56,7 @@ impl CqTruncate {
     }
 
     /// One owner's answer. Never blocks (the channel holds every answer).
-    pub fn answer(&self, result: Result<Vec<PathBuf>, StoreError>) {
+    pub fn answer(&self, result: Result<CqCutFiles, StoreError>) {
         let sent = self.reply.try_send(CqTruncated {
             answers: self.answers,
             result,

@@ -38,6 +38,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Sender, TrySendError};
 
+use crate::store::reader::ReadBounds;
 use crate::store::{
     Checkpoint, CommitLog, ConsumeQueue, CqUnit, IndexService, OpenedStore, StoreConfig,
     StoreError, TagsCode,
@@ -334,8 +335,9 @@ struct Published {
     max_phy: AtomicU64,
     /// Woken after every publish of `max_phy` (a master's HA connections wait on it).
     on_publish: atomic_waker::AtomicWaker,
-    /// Shared with every shard's `CommitLogReader`, which refuses ranges below it.
-    min_phy: Arc<AtomicU64>,
+    /// Shared with every shard's `CommitLogReader`, which refuses ranges below its minimum
+    /// and drops its mappings when its truncation count moves.
+    read_bounds: Arc<ReadBounds>,
     writable: AtomicBool,
 }
 
@@ -448,12 +450,13 @@ impl WriterSender {
     }
     /// The first byte still in the commit log (retention moves it).
     pub fn min_phy_offset(&self) -> u64 {
-        self.published.min_phy.load(Ordering::Acquire)
+        self.published.read_bounds.min_phy.load(Ordering::Acquire)
     }
-    /// The published minimum itself, for a `CommitLogReader` to check every read against (a
-    /// retired segment may be reused, see `store::recycle`).
-    pub fn min_phy_watch(&self) -> Arc<AtomicU64> {
-        self.published.min_phy.clone()
+    /// The published minimum and truncation count, for a `CommitLogReader` to check every read
+    /// against (a retired segment may be reused, see `store::recycle`; a truncation replaces
+    /// segment files).
+    pub fn min_phy_watch(&self) -> Arc<ReadBounds> {
+        self.published.read_bounds.clone()
     }
     /// False while appends are refused (disk past the hard limit, or an async flush failed).
     pub fn is_writable(&self) -> bool {
@@ -476,7 +479,7 @@ impl WriterHandle {
         self.published.max_phy.load(Ordering::Acquire)
     }
     pub fn min_phy_offset(&self) -> u64 {
-        self.published.min_phy.load(Ordering::Acquire)
+        self.published.read_bounds.min_phy.load(Ordering::Acquire)
     }
     /// False while appends are refused (disk past the hard limit, or an async flush failed).
     pub fn is_writable(&self) -> bool {
@@ -535,6 +538,7 @@ pub fn spawn_writer(
         .max_phy
         .store(store.commit_log.max_phy_offset(), Ordering::Release);
     published
+        .read_bounds
         .min_phy
         .store(store.commit_log.min_phy_offset(), Ordering::Release);
     published.writable.store(true, Ordering::Release);

@@ -14,7 +14,7 @@ use super::{
     WriterSender,
 };
 use crate::protocol::message::{encode, encode_without_body, MessageToStore};
-use crate::store::{ConsumeQueue, StoreError};
+use crate::store::{ConsumeQueue, CqCutFiles, StoreError};
 
 /// The message of the test records: fixed hosts and timestamps, no flags.
 fn test_message<'a>(
@@ -117,7 +117,7 @@ impl Dispatcher for CollectingDispatcher {
     fn truncate(&mut self, cut: CqTruncate) {
         let mut all = self.0.lock().expect("collector lock");
         all.retain(|u| u.unit.phy_offset < cut.phy_offset);
-        cut.answer(Ok(Vec::new()));
+        cut.answer(Ok(CqCutFiles::default()));
     }
 }
 
@@ -127,7 +127,7 @@ pub struct NullDispatcher;
 impl Dispatcher for NullDispatcher {
     fn dispatch(&mut self, _runs: Vec<DispatchRun>) {}
     fn truncate(&mut self, cut: CqTruncate) {
-        cut.answer(Ok(Vec::new()));
+        cut.answer(Ok(CqCutFiles::default()));
     }
 }
 
@@ -191,12 +191,14 @@ impl Dispatcher for CqDispatcher {
     }
 
     fn truncate(&mut self, cut: CqTruncate) {
-        let mut paths = Vec::new();
+        let mut files = CqCutFiles::default();
         for cq in self.cqs.values_mut() {
-            paths.extend(cq.truncate_from(cut.phy_offset).expect("consume queue cut"));
+            let c = cq.truncate_from(cut.phy_offset);
+            files.remove.extend(c.remove);
+            files.sync.extend(c.sync);
         }
         self.publish_bounds();
-        cut.answer(Ok(paths));
+        cut.answer(Ok(files));
     }
 }
 

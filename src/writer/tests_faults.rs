@@ -153,7 +153,7 @@ impl Dispatcher for Gate {
         let _opened = self.0.recv();
     }
     fn truncate(&mut self, cut: CqTruncate) {
-        cut.answer(Ok(Vec::new()));
+        cut.answer(Ok(crate::store::CqCutFiles::default()));
     }
 }
 

@@ -12,12 +12,11 @@
 //! new end. Blocking waits here are bounded (`TRUNCATE_WAIT`) and happen on the writer's own
 //! thread, never on a shard.
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{Completion, WriterCore};
-use crate::store::StoreError;
+use crate::store::{CqCutFiles, StoreError};
 use crate::writer::group_commit::GroupCommitRequest;
 use crate::writer::{AppendOutcome, AppendStatus, CqTruncate, StartReply};
 
@@ -84,7 +83,10 @@ impl WriterCore {
                 q.insert(queue_id, next);
             }
         }
-        self.published
+        // Before anything lands in a segment created again under a removed one's name.
+        let bounds = &self.published.read_bounds;
+        bounds.truncations.fetch_add(1, Ordering::AcqRel);
+        bounds
             .min_phy
             .store(self.log.min_phy_offset(), Ordering::Release);
         self.published.set_back(end);
@@ -175,7 +177,7 @@ impl WriterCore {
         let deadline = Instant::now() + TRUNCATE_WAIT;
         let mut got = 0;
         let mut expected = 1;
-        let mut paths: Vec<PathBuf> = Vec::new();
+        let mut files = CqCutFiles::default();
         while got < expected {
             let a = answers.recv_deadline(deadline).map_err(|_| {
                 StoreError::NotWritable(format!(
@@ -184,13 +186,23 @@ impl WriterCore {
             })?;
             expected = a.answers;
             got += 1;
-            paths.extend(a.result?);
+            let cut = a.result?;
+            files.remove.extend(cut.remove);
+            files.sync.extend(cut.sync);
         }
-        for p in paths {
-            match std::fs::File::open(&p) {
-                Ok(f) => f.sync_all().map_err(|e| StoreError::io(&p, e))?,
+        // Unlinked first, so the directories' fsyncs below cover the unlinks.
+        for p in &files.remove {
+            match std::fs::remove_file(p) {
+                Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io(&p, e)),
+                Err(e) => return Err(StoreError::io(p, e)),
+            }
+        }
+        for p in &files.sync {
+            match std::fs::File::open(p) {
+                Ok(f) => f.sync_all().map_err(|e| StoreError::io(p, e))?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io(p, e)),
             }
         }
         Ok(())
