@@ -46,8 +46,9 @@ impl CommitLog {
         let bytes = seg.bytes();
         let mut pos = 0usize;
         while pos < target {
-            match message::peek_total_size(&bytes[pos..]) {
-                Ok(total) if total > 0 => pos += total as usize,
+            // `get`: a size field pointing past the segment ends the walk, never a panic.
+            match bytes.get(pos..).map(message::peek_total_size) {
+                Some(Ok(total)) if total > 0 => pos += total as usize,
                 _ => break,
             }
         }
