@@ -428,7 +428,7 @@ impl WriterSender {
     /// truncation failed part way (appends are refused from then on and the next start recovers
     /// from what is on disk); `Ok` once the log, every consume queue and the index end at
     /// `offset`, durably. Never blocks: false when the inbox is full or the writer stopped
-    /// (then `done` never runs).
+    /// (then `done` never runs; nor does it when the writer shuts down before reaching it).
     pub fn try_truncate_to(&self, offset: u64, done: StartReply) -> bool {
         let sent = self.tx.try_send(Msg::TruncateTo { offset, done }).is_ok();
         self.wake();

@@ -46,8 +46,9 @@ impl CommitLog {
         let bytes = seg.bytes();
         let mut pos = 0usize;
         while pos < target {
-            match message::peek_total_size(&bytes[pos..]) {
-                Ok(total) if total > 0 => pos += total as usize,
+            // `get`: a size field pointing past the segment ends the walk, never a panic.
+            match bytes.get(pos..).map(message::peek_total_size) {
+                Some(Ok(total)) if total > 0 => pos += total as usize,
                 _ => break,
             }
         }
@@ -145,5 +146,77 @@ impl CommitLog {
             alloc.request(next);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreConfig;
+    use crate::writer::testkit::record;
+
+    const SEG: u64 = 64 << 10;
+
+    /// Proves the boundary check takes record starts, a closed segment's blank-marker position
+    /// and segment starts, and refuses offsets inside a record or outside the log; and that a
+    /// truncation to the blank marker's position reopens that segment: the marker and the next
+    /// segment are gone, and the next record closes it again and opens a new next segment.
+    #[test]
+    fn boundaries_and_a_cut_at_the_blank_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = StoreConfig {
+            mapped_file_size_commit_log: SEG,
+            ..StoreConfig::with_root(dir.path())
+        };
+        let mut log = CommitLog::load(&cfg, None).unwrap();
+        log.recover_to(0, 0).unwrap();
+        let rec = record("T", 0, &[7u8; 1000], "");
+        let mut starts = Vec::new();
+        while log.max_phy_offset() < SEG + 3000 {
+            starts.push(log.append(&rec.bytes, starts.len() as u64, 1).unwrap());
+        }
+        let last_in_first = *starts.iter().rfind(|&&p| p < SEG).unwrap();
+        let marker_at = last_in_first + rec.bytes.len() as u64;
+        assert!(marker_at < SEG, "the first segment is closed by a marker");
+        for ok in [0, starts[3], marker_at, SEG, log.max_phy_offset()] {
+            assert_eq!(log.check_boundary(ok).unwrap().offset(), ok);
+        }
+        for bad in [
+            1,
+            starts[3] + 8,
+            marker_at + 1,
+            SEG + 1,
+            log.max_phy_offset() + 1,
+        ] {
+            assert!(
+                matches!(log.check_boundary(bad), Err(StoreError::Invalid(_))),
+                "{bad}"
+            );
+        }
+        let dropped = log.dropped_queue_offsets(log.check_boundary(SEG).unwrap());
+        let qo_at_seg = starts.iter().position(|&p| p == SEG).unwrap() as u64;
+        assert_eq!(dropped.unwrap()[&("T".to_string(), 0)], qo_at_seg);
+
+        log.truncate_to(log.check_boundary(marker_at).unwrap())
+            .unwrap();
+        assert_eq!(log.max_phy_offset(), marker_at);
+        assert_eq!(log.segments().len(), 1);
+        assert!(log.segments()[0].bytes()[marker_at as usize..]
+            .iter()
+            .all(|&b| b == 0));
+        // The segment's last bytes are too few for another record: it is closed again by a new
+        // marker, and the record opens a new next segment.
+        let next = record("T", 0, b"x", "");
+        assert!(next.bytes.len() as u64 + 8 > SEG - marker_at);
+        assert_eq!(log.append(&next.bytes, 9, 2).unwrap(), SEG);
+        let marker = log.segments()[0].bytes()[marker_at as usize..marker_at as usize + 8].to_vec();
+        assert_eq!(
+            marker,
+            [
+                ((SEG - marker_at) as u32).to_be_bytes(),
+                message::BLANK_MAGIC.to_be_bytes()
+            ]
+            .concat()
+        );
     }
 }
