@@ -183,11 +183,14 @@ fn a_killed_master_is_replaced_and_loses_nothing() {
         let threads = senders(&c, round, &sent);
         std::thread::sleep(Duration::from_millis(300 + rand(1200)));
         let killed_at = Instant::now();
+        // The machine dies: its link first (what was on its way to the slaves is lost), then
+        // the process.
+        c.ha_proxies[m].cut();
         c.brokers[m].node.kill9();
         let with_leader = round % 2 == 1;
         if with_leader {
             if let Some(l) = c.controller_leader() {
-                c.controllers[l].0.kill9();
+                c.controllers.kill9(l);
             }
         }
         // A new master: named by the controller with a newer epoch, and taking a send.
@@ -243,11 +246,12 @@ fn a_killed_master_is_replaced_and_loses_nothing() {
         let twice: Vec<_> = have.iter().filter(|(_, n)| **n > 1).take(5).collect();
         assert!(twice.is_empty(), "round {round}: stored twice: {twice:?}");
         // The dead rejoin: the old master as a slave, the controller too.
-        for (n, _) in &mut c.controllers {
-            if !n.is_running() {
-                n.restart();
+        for i in 0..c.controllers.ports.len() {
+            if !c.controllers.is_running(i) {
+                c.controllers.spawn(i);
             }
         }
+        c.ha_proxies[m].restore();
         c.brokers[m].node.restart();
         c.wait_for_master(3, Duration::from_secs(30));
         let nm = c.brokers.iter().position(|b| b.addr == new_master).unwrap();

@@ -6,13 +6,13 @@
 
 mod raw_support;
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use raw_support::proxy::Proxy;
 use raw_support::{send_cmd, Conn, RawBroker};
 use ringmq::protocol::codes::{request_code, response_code};
 use ringmq::protocol::RemotingCommand;
@@ -112,73 +112,6 @@ fn no_slave_times_out_but_stores() {
     let r = Conn::connect(plain.broker).call(send_cmd(TOPIC, 0, b"x", ""));
     assert_eq!(r.code, response_code::SUCCESS);
     assert!(t0.elapsed() < Duration::from_millis(300));
-}
-
-/// A TCP proxy the test can cut: while cut it drops every connection (and what it holds) and
-/// refuses new ones. It can also hold every chunk for a while, a slow link.
-struct Proxy {
-    addr: SocketAddr,
-    cut: Arc<AtomicBool>,
-    live: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl Proxy {
-    fn start(target: SocketAddr, delay: Duration) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let cut = Arc::new(AtomicBool::new(false));
-        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (c, l) = (cut.clone(), live.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(down) = conn else { return };
-                if c.load(Ordering::SeqCst) {
-                    let _ = down.shutdown(Shutdown::Both);
-                    continue;
-                }
-                let Ok(up) = TcpStream::connect(target) else {
-                    continue;
-                };
-                {
-                    let mut live = l.lock().unwrap();
-                    live.push(down.try_clone().unwrap());
-                    live.push(up.try_clone().unwrap());
-                }
-                pump(down.try_clone().unwrap(), up.try_clone().unwrap(), delay);
-                pump(up, down, delay);
-            }
-        });
-        Proxy { addr, cut, live }
-    }
-
-    fn cut(&self) {
-        self.cut.store(true, Ordering::SeqCst);
-        for s in self.live.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-
-    fn restore(&self) {
-        self.cut.store(false, Ordering::SeqCst);
-    }
-}
-
-fn pump(mut from: TcpStream, mut to: TcpStream, delay: Duration) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 65536];
-        loop {
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    std::thread::sleep(delay);
-                    if to.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-    });
 }
 
 /// The link to the only slave cut: sends are answered FLUSH_SLAVE_TIMEOUT and stored; when

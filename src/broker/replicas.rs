@@ -80,6 +80,9 @@ pub struct Replicas {
     /// A SyncStateSet change is being proposed: until the controller answers, acks count the
     /// union of the old and the proposed set.
     proposing: Cell<bool>,
+    /// A decision is being applied: the next one waits (a notification and an answer can
+    /// carry the same decision at once).
+    applying: Cell<bool>,
 }
 
 thread_local! {
@@ -98,6 +101,7 @@ impl Replicas {
             appending: Cell::new(false),
             changed: RefCell::new(Waiter::new()),
             proposing: Cell::new(false),
+            applying: Cell::new(false),
         });
         REPLICAS.with(|c| *c.borrow_mut() = Some(r.clone()));
         r
@@ -426,6 +430,14 @@ fn sync_state_set_body(cmd: &RemotingCommand) -> SyncStateSet {
 /// Applies a controller's decision: an older master epoch is ignored, as Java does; the same
 /// epoch only refreshes the SyncStateSet.
 async fn apply(s0: &Rc<Shard>, r: &Rc<Replicas>, d: Decision) {
+    while r.applying.replace(true) {
+        runtime::sleep(Duration::from_millis(1)).await;
+    }
+    apply_one(s0, r, d).await;
+    r.applying.set(false);
+}
+
+async fn apply_one(s0: &Rc<Shard>, r: &Rc<Replicas>, d: Decision) {
     let Some(m) = d.master else { return };
     let role = &s0.ctx.role;
     let own = role.own_id();

@@ -7,16 +7,18 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ringmq::protocol::body::{from_json, SyncStateSet};
 use ringmq::protocol::codes::{request_code, response_code};
-use ringmq::protocol::headers::{GetMetaDataResponseHeader, GetReplicaInfoResponseHeader};
+use ringmq::protocol::headers::GetReplicaInfoResponseHeader;
 use ringmq::protocol::RemotingCommand;
 
+use crate::raw_support::controller::{free_ports, metadata, ControllerGroup};
+use crate::raw_support::proxy::Proxy;
 use crate::raw_support::Conn;
 
 /// Where the nodes live: all on loopback, or each broker in its own network namespace joined
@@ -131,12 +133,8 @@ pub fn in_namespace<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 
     .expect("namespace thread")
 }
 
-/// A free loopback port (bound and released; the tests start their processes right after).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+fn free_port() -> u16 {
+    free_ports(1)[0]
 }
 
 fn log_file(dir: &Path, name: &str) -> std::fs::File {
@@ -248,7 +246,9 @@ pub struct GroupMember {
 /// Three controllers, a name server and `brokers` brokers of one group.
 pub struct Cluster {
     pub dir: tempfile::TempDir,
-    pub controllers: Vec<(Node, SocketAddr)>,
+    pub controllers: ControllerGroup,
+    /// On loopback: the slow link (2 ms a chunk) every slave's HA connection goes through.
+    pub ha_proxies: Vec<Proxy>,
     pub namesrv: (Node, SocketAddr),
     pub brokers: Vec<GroupMember>,
     /// Declared last, so dropped last: the processes die before their namespaces go.
@@ -269,37 +269,7 @@ impl Cluster {
             .prefix("ringmq-failover-")
             .tempdir()
             .expect("temp dir");
-        let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let peers = ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| format!("n{i}-{host}:{p}"))
-            .collect::<Vec<_>>()
-            .join(";");
-        let mut controllers = Vec::new();
-        for (i, port) in ports.iter().enumerate() {
-            let conf = dir.path().join(format!("controller-{i}.conf"));
-            let store = dir.path().join(format!("controller-{i}"));
-            let text = format!(
-                "controllerDLegerGroup=group1\ncontrollerDLegerPeers={peers}\n\
-                 controllerDLegerSelfId=n{i}\ncontrollerStorePath={}\n\
-                 scanNotActiveBrokerInterval=500\n",
-                store.display()
-            );
-            std::fs::write(&conf, text).expect("write controller.conf");
-            let node = Node {
-                name: format!("controller-{i}"),
-                netns: None,
-                args: vec!["controller".into(), "-c".into(), conf.display().to_string()],
-                ready_line: "controller listening on",
-                logs: dir.path().to_path_buf(),
-                child: None,
-            };
-            controllers.push((node, SocketAddr::from((host, *port))));
-        }
-        for (n, _) in &mut controllers {
-            n.spawn();
-        }
+        let controllers = ControllerGroup::start_on(host, 3, "scanNotActiveBrokerInterval=500");
         let ns_port = free_port();
         let ns_addr = SocketAddr::from((host, ns_port));
         let mut namesrv = Node {
@@ -318,11 +288,13 @@ impl Cluster {
         };
         namesrv.spawn();
         let controller_addr = controllers
+            .addrs()
             .iter()
-            .map(|(_, a)| a.to_string())
+            .map(|a| a.to_string())
             .collect::<Vec<_>>()
             .join(";");
         let mut members = Vec::new();
+        let mut ha_proxies = Vec::new();
         for i in 0..brokers {
             let port = free_port();
             let ha_port = free_port();
@@ -356,6 +328,17 @@ impl Cluster {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
             opts.push(("haListenPort".into(), ha_port.to_string()));
+            if ns.is_none() {
+                // Slaves reach this broker's HA port through a slow link on 127.0.0.2 (the
+                // address the broker announces for it), so what a dying master acknowledged
+                // has time to be missing from its slaves if it acknowledged too early.
+                opts.push(("brokerIP2".into(), "127.0.0.2".into()));
+                ha_proxies.push(Proxy::start_on(
+                    SocketAddr::from(([127, 0, 0, 2], ha_port)),
+                    SocketAddr::from(([127, 0, 0, 1], ha_port)),
+                    Duration::from_millis(2),
+                ));
+            }
             for (k, v) in extra {
                 opts.push((k.to_string(), v.to_string()));
             }
@@ -387,6 +370,7 @@ impl Cluster {
             net: ns,
             dir,
             controllers,
+            ha_proxies,
             namesrv: (namesrv, ns_addr),
             brokers: members,
         }
@@ -394,14 +378,9 @@ impl Cluster {
 
     /// The controller that says it leads, if one answers.
     pub fn controller_leader(&self) -> Option<usize> {
-        self.controllers.iter().position(|(n, a)| {
-            n.is_running()
-                && try_call(
-                    *a,
-                    RemotingCommand::new_request(request_code::CONTROLLER_GET_METADATA_INFO),
-                )
-                .and_then(|r| GetMetaDataResponseHeader::from_command(&r).ok())
-                .is_some_and(|h| h.is_leader)
+        (0..self.controllers.ports.len()).find(|&i| {
+            self.controllers.is_running(i)
+                && metadata(self.controllers.addr(i)).is_some_and(|h| h.is_leader)
         })
     }
 
@@ -409,7 +388,7 @@ impl Cluster {
     pub fn replica_info(&self) -> Option<(i64, String, i32, SyncStateSet)> {
         let leader = self.controller_leader()?;
         let r = try_call(
-            self.controllers[leader].1,
+            self.controllers.addr(leader),
             RemotingCommand::new_request(request_code::CONTROLLER_GET_REPLICA_INFO)
                 .with_ext("brokerName", BROKER_NAME),
         )?;
@@ -446,8 +425,13 @@ impl Cluster {
     /// Every node's last log lines.
     pub fn logs(&self) -> String {
         let mut out = String::new();
-        for (n, _) in &self.controllers {
-            out += &format!("--- {}\n{}\n", n.name, n.log_tail());
+        for i in 0..self.controllers.ports.len() {
+            let log = self.controllers.log(i);
+            let lines: Vec<&str> = log.lines().collect();
+            out += &format!(
+                "--- controller n{i}\n{}\n",
+                lines[lines.len().saturating_sub(40)..].join("\n")
+            );
         }
         for b in &self.brokers {
             out += &format!("--- {}\n{}\n", b.node.name, b.node.log_tail());

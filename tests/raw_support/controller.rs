@@ -31,6 +31,8 @@ pub fn free_ports(n: usize) -> Vec<u16> {
 }
 
 pub struct ControllerGroup {
+    /// The address every controller listens on (loopback, or a bridge the test made).
+    pub host: std::net::Ipv4Addr,
     pub ports: Vec<u16>,
     pub dir: tempfile::TempDir,
     procs: Vec<Option<Child>>,
@@ -40,7 +42,13 @@ pub struct ControllerGroup {
 impl ControllerGroup {
     /// Starts `n` controllers n0..n{n-1} with `extra` config lines.
     pub fn start(n: usize, extra: &str) -> ControllerGroup {
+        Self::start_on(std::net::Ipv4Addr::LOCALHOST, n, extra)
+    }
+
+    /// As `start`, listening on `host`.
+    pub fn start_on(host: std::net::Ipv4Addr, n: usize, extra: &str) -> ControllerGroup {
         let mut g = ControllerGroup {
+            host,
             ports: free_ports(n),
             dir: tempfile::tempdir().expect("tempdir"),
             procs: (0..n).map(|_| None).collect(),
@@ -53,7 +61,7 @@ impl ControllerGroup {
     }
 
     pub fn addr(&self, i: usize) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.ports[i]))
+        SocketAddr::from((self.host, self.ports[i]))
     }
 
     pub fn addrs(&self) -> Vec<SocketAddr> {
@@ -65,7 +73,7 @@ impl ControllerGroup {
             .ports
             .iter()
             .enumerate()
-            .map(|(j, p)| format!("n{j}-127.0.0.1:{p}"))
+            .map(|(j, p)| format!("n{j}-{}:{p}", self.host))
             .collect();
         let conf = self.dir.path().join(format!("c{i}.conf"));
         let store = self.dir.path().join(format!("store{i}"));
@@ -106,6 +114,10 @@ impl ControllerGroup {
         self.procs[i] = Some(child);
     }
 
+    pub fn is_running(&self, i: usize) -> bool {
+        self.procs[i].is_some()
+    }
+
     pub fn kill9(&mut self, i: usize) {
         if let Some(mut c) = self.procs[i].take() {
             let _ = c.kill();
@@ -137,7 +149,7 @@ impl ControllerGroup {
     }
 
     /// The leader every running controller names, if they agree and it says it leads.
-    fn agreed_leader(&self) -> Option<usize> {
+    pub fn agreed_leader(&self) -> Option<usize> {
         let mut leader = None;
         for i in 0..self.ports.len() {
             if self.procs[i].is_none() {

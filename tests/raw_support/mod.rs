@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod controller;
+pub mod proxy;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
