@@ -15,22 +15,21 @@
 //! silent for `haHousekeepingInterval` is closed. An idle connection sleeps until the writer
 //! publishes more of the commit log or the slave reports, not on a timer.
 
-use std::cell::{Cell, RefCell};
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
-use std::task::{Poll, Waker};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 
 use crate::broker::group_transfer::{GroupCommitRequest, MAX_SLAVES};
+use crate::broker::ha_watch::{publish_hub, stalled, PublishWatch};
 use crate::broker::shard::Shard;
 use crate::protocol::ha::{encode_transfer_header, last_report, REPORT_LEN};
 use crate::runtime;
 use crate::runtime::net::{Listener, Stream};
-use crate::writer::WriterSender;
 /// How long a connection waits between looks for the slave's first report.
 const FIRST_REPORT_POLL: Duration = Duration::from_millis(10);
 /// Unread report bytes kept at most (Java's master buffers 1 MiB); a slave that floods reports
@@ -72,71 +71,6 @@ pub async fn serve(shard: Rc<Shard>, listener: Listener) {
                 Err(e) => tracing::warn!(slave = %peer, error = %e, "HA connection closed"),
             }
         });
-    }
-}
-
-/// Shard 0's HA connections waiting for the writer to publish more of the commit log. The
-/// writer wakes one waker per publish; [`publish_hub`] passes that on to every waiting
-/// connection, and registers with the writer only while one waits.
-#[derive(Default)]
-pub(crate) struct PublishWatch {
-    waiting: RefCell<Vec<Waker>>,
-    /// The hub, parked while no connection waits.
-    hub: Cell<Option<Waker>>,
-}
-
-impl PublishWatch {
-    /// Ready once the published end of the commit log is past `offset`.
-    pub(crate) fn past<'a>(
-        &'a self,
-        writer: &'a WriterSender,
-        offset: u64,
-    ) -> impl Future<Output = ()> + 'a {
-        poll_fn(move |cx| {
-            if writer.max_phy_offset() > offset {
-                return Poll::Ready(());
-            }
-            let mut waiting = self.waiting.borrow_mut();
-            if !waiting.iter().any(|w| w.will_wake(cx.waker())) {
-                waiting.push(cx.waker().clone());
-            }
-            drop(waiting);
-            if let Some(hub) = self.hub.take() {
-                hub.wake();
-            }
-            Poll::Pending
-        })
-    }
-}
-
-/// Wakes the waiting connections after every publish of the writer.
-pub(crate) async fn publish_hub(shard: Rc<Shard>, watch: Rc<PublishWatch>) {
-    let writer = &shard.ctx.writer;
-    let mut seen = writer.max_phy_offset();
-    loop {
-        poll_fn(|cx| {
-            if watch.waiting.borrow().is_empty() {
-                watch.hub.set(Some(cx.waker().clone()));
-                Poll::Pending
-            } else {
-                Poll::Ready(())
-            }
-        })
-        .await;
-        poll_fn(|cx| {
-            writer.wake_on_publish(cx.waker());
-            let now = writer.max_phy_offset();
-            if now != seen {
-                seen = now;
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await;
-        for w in watch.waiting.take() {
-            w.wake();
-        }
     }
 }
 
@@ -315,10 +249,6 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
         );
         let _ = runtime::timeout(due, woken).await;
     }
-}
-
-pub(crate) fn stalled(housekeeping: Duration) -> String {
-    format!("the slave read nothing for {} ms", housekeeping.as_millis())
 }
 
 /// Shard `i` of a SYNC_MASTER that waits for slaves: answers its waiting sends as the slaves'

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 
 use crate::broker::group_transfer::MAX_SLAVES;
-use crate::broker::ha::{stalled, PublishWatch};
+use crate::broker::ha_watch::{stalled, PublishWatch};
 use crate::broker::replicas::{self, Replicas};
 use crate::broker::role::from_mask;
 use crate::broker::shard::Shard;
@@ -113,7 +113,7 @@ impl FromSlave {
 
 /// Serves one slave until it goes away, this broker stops being this epoch's master, or the
 /// slave asks for what cannot be sent.
-pub(crate) async fn transfer(
+pub async fn transfer(
     shard: &Rc<Shard>,
     mut stream: Stream,
     watch: &PublishWatch,

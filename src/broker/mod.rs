@@ -21,6 +21,7 @@ pub mod ha_autoswitch;
 pub mod ha_autoswitch_client;
 pub mod ha_client;
 pub mod ha_status;
+pub mod ha_watch;
 pub mod handler;
 pub mod long_poll;
 pub mod metadata;
