@@ -314,6 +314,7 @@ impl Cluster {
                 ("brokerRole", "SLAVE"),
                 ("brokerId", "-1"),
                 ("allAckInSyncStateSet", "true"),
+                ("slaveReadEnable", "true"),
                 ("controllerHeartBeatTimeoutMills", "3000"),
                 ("brokerHeartbeatInterval", "500"),
                 ("syncBrokerMetadataPeriod", "1000"),
