@@ -240,12 +240,11 @@ pub fn trigger_elect(ctx: &Rc<Ctx>, broker_name: String) {
     tokio::task::spawn_local(async move {
         let tries = ctx.cfg.borrow().elect_master_max_retry_count;
         for attempt in 0..tries {
-            let req = RemotingCommand::new_request(request_code::CONTROLLER_ELECT_MASTER);
-            let name = broker_name.clone();
+            let trigger = RemotingCommand::new_request(request_code::CONTROLLER_ELECT_MASTER);
+            let (req, name) = (trigger.clone(), broker_name.clone());
             let validate: Validate = Box::new(move |state, live, cfg| {
                 super::answer::prepare_elect(state, live, cfg, &req, &name, None, false)
             });
-            let trigger = RemotingCommand::new_request(request_code::CONTROLLER_ELECT_MASTER);
             let answer = ctx.submit(&trigger, validate).await;
             tracing::info!(
                 broker_name,

@@ -284,6 +284,7 @@ pub struct FakeBroker {
     pub addr: SocketAddr,
     pub pushed: Receiver<RemotingCommand>,
     stop: Arc<AtomicBool>,
+    paused: Arc<AtomicBool>,
     beat: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -319,6 +320,7 @@ impl FakeBroker {
             addr,
             pushed: rx,
             stop: Arc::new(AtomicBool::new(false)),
+            paused: Arc::new(AtomicBool::new(false)),
             beat: None,
         }
     }
@@ -330,11 +332,15 @@ impl FakeBroker {
     /// Starts sending 904 every 300 ms to each of `controllers` on one connection each
     /// (reconnecting to a controller that went away), with a 2 s heartbeat timeout.
     pub fn start_heartbeats(&mut self, controllers: Vec<SocketAddr>, epoch: i32, max_offset: i64) {
-        let stop = self.stop.clone();
+        let (stop, paused) = (self.stop.clone(), self.paused.clone());
         let (name, id, addr) = (self.name.clone(), self.id, self.addr_str());
         self.beat = Some(std::thread::spawn(move || {
             let mut conns: Vec<Option<TcpStream>> = controllers.iter().map(|_| None).collect();
             while !stop.load(Ordering::SeqCst) {
+                if paused.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
                 for (i, c) in controllers.iter().enumerate() {
                     if conns[i].is_none() {
                         conns[i] = TcpStream::connect_timeout(c, Duration::from_millis(200)).ok();
@@ -364,6 +370,11 @@ impl FakeBroker {
             }
             // Dropping the connections closes them: the controllers see the broker go.
         }));
+    }
+
+    /// Stops sending heartbeats but keeps the connections open (a hung broker).
+    pub fn pause_heartbeats(&self) {
+        self.paused.store(true, Ordering::SeqCst);
     }
 
     /// Stops heartbeating and closes the heartbeat connections.
