@@ -15,6 +15,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -56,7 +57,7 @@ pub struct Ctx {
     pub live: RefCell<BrokerLiveTable>,
     jobs: mpsc::Sender<Job>,
     next_conn: Cell<u64>,
-    notify_slots: Rc<Semaphore>,
+    notify_slots: Arc<Semaphore>,
     electing: RefCell<HashSet<String>>,
     started: std::time::Instant,
 }
@@ -72,7 +73,7 @@ impl Ctx {
             live: RefCell::new(BrokerLiveTable::default()),
             jobs: tx,
             next_conn: Cell::new(1),
-            notify_slots: Rc::new(Semaphore::new(MAX_NOTIFY_IN_FLIGHT)),
+            notify_slots: Arc::new(Semaphore::new(MAX_NOTIFY_IN_FLIGHT)),
             electing: RefCell::new(HashSet::new()),
             started: std::time::Instant::now(),
         });
@@ -294,11 +295,17 @@ pub fn notify_role_change(ctx: &Rc<Ctx>, change: RoleChange) {
         })
         .into();
         cmd.set_oneway();
-        let slots = ctx.notify_slots.clone();
+        // Bounded: with every slot taken the notification is dropped; the broker still learns
+        // the new master from its periodic CONTROLLER_GET_REPLICA_INFO.
+        let Ok(permit) = ctx.notify_slots.clone().try_acquire_owned() else {
+            tracing::warn!(
+                addr,
+                "too many role-change notifications in flight; skipped"
+            );
+            continue;
+        };
         tokio::task::spawn_local(async move {
-            let Ok(_permit) = slots.acquire().await else {
-                return;
-            };
+            let _permit = permit;
             let sent = tokio::time::timeout(NOTIFY_TIMEOUT, async {
                 let mut s = TcpStream::connect(&addr).await?;
                 write_command(&mut s, &cmd).await?;
