@@ -30,6 +30,10 @@ pub fn free_ports(n: usize) -> Vec<u16> {
     ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
+/// Lines of each controller's log printed when a test fails (RINGMQ_TEST_CONTROLLER_LOG sets
+/// the log filter, `info,openraft=warn` by default).
+const LOG_TAIL_LINES: usize = 40;
+
 pub struct ControllerGroup {
     pub ports: Vec<u16>,
     pub dir: tempfile::TempDir,
@@ -87,7 +91,11 @@ impl ControllerGroup {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ringmq"))
             .args(["controller", "-c"])
             .arg(&conf)
-            .env("RINGMQ_LOG", "info,openraft=warn")
+            .env(
+                "RINGMQ_LOG",
+                std::env::var("RINGMQ_TEST_CONTROLLER_LOG")
+                    .unwrap_or_else(|_| "info,openraft=warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .spawn()
@@ -164,7 +172,7 @@ impl Drop for ControllerGroup {
         if std::thread::panicking() {
             for i in 0..self.procs.len() {
                 let log = self.log(i);
-                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                let tail: Vec<&str> = log.lines().rev().take(LOG_TAIL_LINES).collect();
                 eprintln!("--- controller n{i} log tail ---");
                 for l in tail.iter().rev() {
                     eprintln!("{l}");

@@ -44,10 +44,11 @@ struct SnapshotFile {
     data: SmData,
 }
 
+/// Snapshots live only in `snapshot.json`: the builder (a copy of this struct) writes it and
+/// `get_current_snapshot` reads it, so the two never disagree.
 pub struct StateMachine {
     shared: Shared,
     path: PathBuf,
-    current: Option<(SnapshotMeta<NodeId, Node>, Vec<u8>)>,
     snapshot_seq: u64,
 }
 
@@ -60,34 +61,33 @@ impl StateMachine {
     /// Opens the state machine at the last snapshot on disk (or empty).
     pub fn open(dir: &Path, shared: Shared) -> std::io::Result<Self> {
         let path = dir.join("snapshot.json");
-        let mut current = None;
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                let f: SnapshotFile = serde_json::from_slice(&bytes).map_err(|e| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e}"))
-                })?;
-                let data = serde_json::to_vec(&f.data).map_err(std::io::Error::other)?;
-                *shared.lock() = f.data;
-                current = Some((f.meta, data));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+        if let Some(f) = read_snapshot(&path)? {
+            *shared.lock() = f.data;
         }
         Ok(StateMachine {
             shared,
             path,
-            current,
             snapshot_seq: 0,
         })
     }
 
-    fn save(&mut self, meta: SnapshotMeta<NodeId, Node>, data: SmData) -> std::io::Result<Vec<u8>> {
+    /// Writes the snapshot file; returns the state machine's bytes (what a follower installs).
+    fn save(&self, meta: SnapshotMeta<NodeId, Node>, data: SmData) -> std::io::Result<Vec<u8>> {
         let file = SnapshotFile { meta, data };
         let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
         replace_file(&self.path, &bytes)?;
-        let data = serde_json::to_vec(&file.data).map_err(std::io::Error::other)?;
-        self.current = Some((file.meta, data.clone()));
-        Ok(data)
+        serde_json::to_vec(&file.data).map_err(std::io::Error::other)
+    }
+}
+
+/// The snapshot file, if there is one; an unreadable one is an error, not an empty state.
+fn read_snapshot(path: &Path) -> std::io::Result<Option<SnapshotFile>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -148,11 +148,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.snapshot_seq += 1;
         StateMachine {
             shared: self.shared.clone(),
             path: self.path.clone(),
-            current: None,
-            snapshot_seq: self.snapshot_seq + 1,
+            snapshot_seq: self.snapshot_seq,
         }
     }
 
@@ -176,17 +176,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
-        if self.current.is_none() {
-            if let Ok(bytes) = std::fs::read(&self.path) {
-                if let Ok(f) = serde_json::from_slice::<SnapshotFile>(&bytes) {
-                    let data = serde_json::to_vec(&f.data).map_err(sm_err)?;
-                    self.current = Some((f.meta, data));
-                }
-            }
-        }
-        Ok(self.current.as_ref().map(|(meta, data)| Snapshot {
-            meta: meta.clone(),
-            snapshot: Box::new(Cursor::new(data.clone())),
+        let Some(f) = read_snapshot(&self.path).map_err(sm_err)? else {
+            return Ok(None);
+        };
+        let data = serde_json::to_vec(&f.data).map_err(sm_err)?;
+        Ok(Some(Snapshot {
+            meta: f.meta,
+            snapshot: Box::new(Cursor::new(data)),
         }))
     }
 }
@@ -224,6 +220,10 @@ mod tests {
         let mut builder = rt.block_on(sm.get_snapshot_builder());
         let snap = rt.block_on(builder.build_snapshot()).unwrap();
         assert_eq!(snap.meta.last_log_id.map(|l| l.index), Some(1));
+        // The state machine serves the snapshot its builder just wrote (to a lagging follower).
+        let current = rt.block_on(sm.get_current_snapshot()).unwrap().unwrap();
+        assert_eq!(current.meta, snap.meta);
+        assert_eq!(current.snapshot.get_ref(), snap.snapshot.get_ref());
         let shared = Shared::default();
         let _sm2 = StateMachine::open(dir.path(), shared.clone()).unwrap();
         let d = shared.lock();
