@@ -42,6 +42,9 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Role-change notifications in flight at once; each has `NOTIFY_TIMEOUT`.
 pub const MAX_NOTIFY_IN_FLIGHT: usize = 64;
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A request's validation: run by the scheduler against the applied state, this
+/// controller's liveness view and its config.
 pub type Validate = Box<dyn FnOnce(&ReplicasInfo, &BrokerLiveTable, &ControllerConfig) -> Prepared>;
 
 struct Job {
