@@ -6,7 +6,6 @@ mod raw_support;
 use std::time::{Duration, Instant};
 
 use raw_support::controller::*;
-use raw_support::Conn;
 use ringmq::protocol::headers::NotifyBrokerRoleChangedRequestHeader;
 
 /// The master's heartbeats (2 s timeout) stop without a closed connection: within the timeout
@@ -15,8 +14,8 @@ use ringmq::protocol::headers::NotifyBrokerRoleChangedRequestHeader;
 #[test]
 fn silent_master_is_expired_and_replaced() {
     let g = ControllerGroup::start(3, "scanNotActiveBrokerInterval=500");
-    let leader = g.leader(Duration::from_secs(20));
-    let mut lc = Conn::connect(g.addr(leader));
+    g.leader(Duration::from_secs(20));
+    let mut lc = g.leader_conn();
     let (mut a, mut b, mut c) = (
         FakeBroker::new("b"),
         FakeBroker::new("b"),

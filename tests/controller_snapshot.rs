@@ -20,7 +20,7 @@ fn lagging_follower_catches_up_by_snapshot() {
     let lagging = (leader + 1) % 3;
     let other = (leader + 2) % 3;
     g.kill9(lagging);
-    let mut lc = Conn::connect(g.addr(leader));
+    let mut lc = g.leader_conn();
     let mut a = FakeBroker::new("b");
     a.register(&mut lc);
     let started = Instant::now();

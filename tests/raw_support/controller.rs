@@ -64,6 +64,11 @@ impl ControllerGroup {
         (0..self.ports.len()).map(|i| self.addr(i)).collect()
     }
 
+    /// A connection that follows the leader (see `LeaderConn`).
+    pub fn leader_conn(&self) -> LeaderConn {
+        LeaderConn::new(self.addrs())
+    }
+
     pub fn spawn(&mut self, i: usize) {
         let peers: Vec<String> = self
             .ports
@@ -182,15 +187,114 @@ impl Drop for ControllerGroup {
     }
 }
 
+/// Something that answers requests: a plain connection, or one that follows the leader.
+pub trait Call {
+    fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand;
+}
+
+impl Call for Conn {
+    fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand {
+        Conn::call(self, cmd)
+    }
+}
+
+/// A connection that never panics: None if the peer cannot be reached or closes.
+struct TryConn {
+    stream: TcpStream,
+    buf: BytesMut,
+}
+
+impl TryConn {
+    fn connect(addr: SocketAddr) -> Option<TryConn> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(15)))
+            .ok()?;
+        stream.set_nodelay(true).ok()?;
+        Some(TryConn {
+            stream,
+            buf: BytesMut::new(),
+        })
+    }
+
+    fn call(&mut self, mut cmd: RemotingCommand) -> Option<RemotingCommand> {
+        cmd.opaque = cmd.opaque.wrapping_add(1);
+        let mut b = BytesMut::new();
+        cmd.encode(&mut b).ok()?;
+        self.stream.write_all(&b).ok()?;
+        let mut chunk = [0u8; 65536];
+        loop {
+            while let Some(f) = split_frame(&mut self.buf, 64 << 20).ok()? {
+                let r = RemotingCommand::decode(f).ok()?;
+                if r.is_response() && r.opaque == cmd.opaque {
+                    return Some(r);
+                }
+            }
+            let n = std::io::Read::read(&mut self.stream, &mut chunk).ok()?;
+            if n == 0 {
+                return None;
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
 /// CONTROLLER_GET_METADATA_INFO on one controller; None if it cannot be reached.
 pub fn metadata(addr: SocketAddr) -> Option<GetMetaDataResponseHeader> {
-    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    drop(s);
-    let mut c = Conn::connect(addr);
-    let r = c.call(RemotingCommand::new_request(
+    let r = TryConn::connect(addr)?.call(RemotingCommand::new_request(
         rq::CONTROLLER_GET_METADATA_INFO,
-    ));
+    ))?;
     GetMetaDataResponseHeader::from_command(&r).ok()
+}
+
+/// Sends each request to the current leader: when the answer is CONTROLLER_NOT_LEADER or the
+/// connection breaks, finds the leader again (1005) and resends, as a Java broker does, for
+/// up to 20 s. Only 2007 and a lost connection are retried: the request was not applied.
+pub struct LeaderConn {
+    addrs: Vec<SocketAddr>,
+    conn: Option<TryConn>,
+}
+
+impl LeaderConn {
+    pub fn new(addrs: Vec<SocketAddr>) -> LeaderConn {
+        LeaderConn { addrs, conn: None }
+    }
+
+    fn find(&self) -> Option<TryConn> {
+        let leader = self
+            .addrs
+            .iter()
+            .find(|a| metadata(**a).is_some_and(|m| m.is_leader))?;
+        TryConn::connect(*leader)
+    }
+}
+
+impl Call for LeaderConn {
+    fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if self.conn.is_none() {
+                self.conn = self.find();
+            }
+            if let Some(c) = self.conn.as_mut() {
+                match c.call(cmd.clone()) {
+                    Some(r)
+                        if r.code
+                            != ringmq::protocol::codes::response_code::CONTROLLER_NOT_LEADER =>
+                    {
+                        return r
+                    }
+                    _ => self.conn = None,
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no leader answered code {}",
+                cmd.code
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }
 
 pub fn next_id_cmd(broker_name: &str) -> RemotingCommand {
@@ -276,7 +380,10 @@ pub fn sync_state_data_cmd(names: &[&str]) -> RemotingCommand {
 }
 
 /// 1004's answer decoded: (masterBrokerId, masterEpoch, SyncStateSet).
-pub fn replica_info(c: &mut Conn, broker_name: &str) -> (Option<i64>, Option<i32>, SyncStateSet) {
+pub fn replica_info(
+    c: &mut impl Call,
+    broker_name: &str,
+) -> (Option<i64>, Option<i32>, SyncStateSet) {
     let r = c.call(replica_info_cmd(broker_name));
     assert_eq!(r.code, 0, "1004: {:?}", r.remark);
     let h = GetReplicaInfoResponseHeader::from_command(&r).unwrap();
@@ -395,7 +502,7 @@ impl FakeBroker {
 
     /// Java's start-up sequence against the leader: 1012, 1013, 1003. Returns the register
     /// answer's header.
-    pub fn register(&mut self, leader: &mut Conn) -> RegisterBrokerToControllerResponseHeader {
+    pub fn register(&mut self, leader: &mut impl Call) -> RegisterBrokerToControllerResponseHeader {
         let r = leader.call(next_id_cmd(&self.name));
         assert_eq!(r.code, 0, "1012: {:?}", r.remark);
         let id = GetNextBrokerIdResponseHeader::from_command(&r)
