@@ -1,7 +1,7 @@
 //! Model-based property test of the store: random appends (sizes crossing 128 KiB segment
-//! boundaries, several queues, sync and async flush), reads, clean reopens and simulated crashes
-//! (writer stopped without a clean shutdown), all checked against an in-memory model of what
-//! was acknowledged. Short by default; `scripts/store-model-long.sh` sets PROPTEST_CASES.
+//! boundaries, several queues, sync and async flush), reads, truncations of the running log back
+//! to an acknowledged record, clean reopens and simulated crashes (writer stopped without a clean
+//! shutdown), all checked against an in-memory model of what was acknowledged and not truncated. Short by default; `scripts/store-model-long.sh` sets PROPTEST_CASES.
 
 use std::path::Path;
 
@@ -22,6 +22,8 @@ enum Op {
         wait: bool,
     },
     ReadAll,
+    /// Truncate back to the acknowledged record at this fraction (per mille) of the list.
+    Truncate(usize),
     Reopen,
     Crash,
 }
@@ -31,6 +33,7 @@ fn op() -> impl Strategy<Value = Op> {
         8 => (0..QUEUES, proptest::collection::vec(0usize..20_000, 1..4), any::<bool>())
             .prop_map(|(qid, sizes, wait)| Op::Append { qid, sizes, wait }),
         1 => Just(Op::ReadAll),
+        1 => (0usize..1000).prop_map(Op::Truncate),
         1 => Just(Op::Reopen),
         1 => Just(Op::Crash),
     ]
@@ -153,6 +156,25 @@ fn run(ops: Vec<Op>, sync: bool) -> Result<(), TestCaseError> {
                 }
             }
             Op::ReadAll => read_all(dir.path(), &m)?,
+            Op::Truncate(permille) => {
+                if m.acked.is_empty() {
+                    continue;
+                }
+                let cut = m.acked.len() * permille / 1000;
+                let offset = m.acked[cut].phy;
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                let done = Box::new(move |r| {
+                    // Waited for below.
+                    let _waiting = tx.send(r);
+                });
+                prop_assert!(h.clone_sender().try_truncate_to(offset, done));
+                rx.recv().expect("answered").expect("truncation");
+                prop_assert_eq!(h.max_phy_offset(), offset);
+                for a in m.acked.drain(cut..) {
+                    let next = &mut m.next_qo[a.qid as usize];
+                    *next = (*next).min(a.qo);
+                }
+            }
             Op::Reopen => {
                 w.take()
                     .expect("running")

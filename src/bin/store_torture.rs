@@ -11,6 +11,11 @@
 //! With STORE_TORTURE_RECYCLE=1, retention runs every 20 ms and takes every segment but the
 //! active one out of the log at once, keeping two for reuse with no quarantine, so the log is
 //! mostly written into reused segments full of older records.
+//!
+//! With STORE_TORTURE_TRUNCATE=1, the threads append in rounds of `TRUNCATE_ROUND` records
+//! each; after every round the log is truncated back to the start of one of the records this
+//! run acknowledged (`WriterSender::try_truncate_to`), between the lines
+//! `TRUNCATING <offset>` (before asking) and `TRUNC <offset>` (after it succeeded).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,7 +23,10 @@ use std::path::PathBuf;
 use ringmq::store::config::DeleteWhen;
 use ringmq::store::{open, FlushDiskType, StoreConfig};
 use ringmq::writer::testkit::{append_wait, record, seeded_body, CqDispatcher};
-use ringmq::writer::{spawn_writer, WriterParts};
+use ringmq::writer::{spawn_writer, WriterParts, WriterSender};
+
+/// Records each thread appends between two truncations (STORE_TORTURE_TRUNCATE).
+const TRUNCATE_ROUND: u64 = 12;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -54,27 +62,84 @@ fn main() {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_micros() as u64;
+    if std::env::var_os("STORE_TORTURE_TRUNCATE").is_some() {
+        truncate_rounds(&writer.clone_sender(), threads, base);
+    }
     let mut handles = Vec::new();
     for t in 0..threads {
         let s = writer.clone_sender();
         handles.push(std::thread::spawn(move || {
             for i in 0u64.. {
-                let seed = (base << 8) + i * threads + t;
-                let body = seeded_body(seed);
-                let qid = (t % 4) as u32;
-                let out =
-                    append_wait(&s, vec![record("TORTURE", qid, &body, "")], true).expect("append");
-                let mut so = std::io::stdout().lock();
-                writeln!(
-                    so,
-                    "ACK {} {} {} {}",
-                    out.phy_offsets[0], out.queue_offsets[0], qid, seed
-                )
-                .expect("stdout");
+                append_and_ack(&s, (base << 8) + i * threads + t, t);
             }
         }));
     }
     for h in handles {
         h.join().expect("appender thread");
     }
+}
+
+/// Appends the record of `seed` to queue `thread % 4`, prints its ACK line, returns its offset.
+fn append_and_ack(s: &WriterSender, seed: u64, thread: u64) -> u64 {
+    let body = seeded_body(seed);
+    let qid = (thread % 4) as u32;
+    let out = append_wait(s, vec![record("TORTURE", qid, &body, "")], true).expect("append");
+    let mut so = std::io::stdout().lock();
+    writeln!(
+        so,
+        "ACK {} {} {} {}",
+        out.phy_offsets[0], out.queue_offsets[0], qid, seed
+    )
+    .expect("stdout");
+    out.phy_offsets[0]
+}
+
+/// Rounds of appends from `threads` threads, each round followed by a truncation to a record
+/// acknowledged earlier in this run (every ACK of a round is printed before its TRUNCATING).
+fn truncate_rounds(s: &WriterSender, threads: u64, base: u64) -> ! {
+    let mut acked: Vec<u64> = Vec::new();
+    let mut rng = base | 1;
+    for round in 0u64.. {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    (0..TRUNCATE_ROUND)
+                        .map(|i| {
+                            let n = (round * TRUNCATE_ROUND + i) * threads + t;
+                            append_and_ack(&s, (base << 8) + n, t)
+                        })
+                        .collect::<Vec<u64>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            acked.extend(h.join().expect("appender thread"));
+        }
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        // Mostly into the last round, sometimes further back (across segments).
+        let back = if rng.is_multiple_of(4) {
+            acked.len()
+        } else {
+            (threads * TRUNCATE_ROUND) as usize
+        };
+        let from = acked.len().saturating_sub(back);
+        let offset = acked[from + (rng >> 8) as usize % (acked.len() - from)];
+        println!("TRUNCATING {offset}");
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let done = Box::new(move |r| {
+            // The driver waits for it below.
+            let _waiting = tx.send(r);
+        });
+        assert!(
+            s.try_truncate_to(offset, done),
+            "the writer took the truncation"
+        );
+        rx.recv().expect("truncation answered").expect("truncation");
+        println!("TRUNC {offset}");
+        acked.retain(|&p| p < offset);
+    }
+    unreachable!("the rounds end when the process is killed")
 }

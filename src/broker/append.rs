@@ -197,15 +197,27 @@ pub async fn append(
     records: Vec<AppendRecord>,
     wait_flush: bool,
 ) -> Result<AppendOutcome, BrokerError> {
-    if shard.ctx.cfg.ha.broker_role.is_slave() {
+    if shard.ctx.role.is_slave() {
         return Err(BrokerError::ServiceNotAvailable(
             "service not available now: the broker is a SLAVE, messages are put to its master"
                 .into(),
         ));
     }
+    let cm = &shard.ctx.cfg.controller_mode;
+    if cm.enabled {
+        // Java's rule for a master in controller mode (answered SYSTEM_ERROR, as Java does).
+        let members = shard.ctx.role.sync_state_set().0.count_ones() as usize;
+        if members < cm.min_in_sync_replicas {
+            return Err(BrokerError::System(format!(
+                "in-sync replicas not enough: the SyncStateSet has {members}, \
+                 minInSyncReplicas is {}",
+                cm.min_in_sync_replicas
+            )));
+        }
+    }
     let last_len = records.last().map_or(0, |r| r.stored_len() as u64);
     let mut outcome = submit(shard, records, wait_flush).await?;
-    if wait_flush && shard.ctx.cfg.ha.needs_slave_acks() {
+    if wait_flush && ha::sends_wait_for_slaves(shard) {
         if let Some(&phy) = outcome.phy_offsets.last() {
             if !ha::wait_for_slaves(shard, phy + last_len).await {
                 outcome.status = AppendStatus::FlushSlaveTimeout;

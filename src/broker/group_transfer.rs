@@ -12,7 +12,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
@@ -33,6 +33,10 @@ pub struct SlaveAcks {
     peer: [[AtomicU64; 3]; MAX_SLAVES],
     next: [AtomicU64; MAX_SLAVES],
     bytes_per_s: [AtomicU64; MAX_SLAVES],
+    /// Per slot, in controller mode: the slave's broker id (-1 until its handshake) and when it
+    /// last caught up with the master (ms; RocketMQ 5's `lastCaughtUpTime`).
+    broker_id: [AtomicI64; MAX_SLAVES],
+    caught_up_ms: [AtomicU64; MAX_SLAVES],
     /// Per shard: its `group_transfer` task, and whether an ack moved since it last looked.
     shards: Vec<(AtomicWaker, AtomicBool)>,
 }
@@ -44,6 +48,8 @@ impl SlaveAcks {
             peer: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             next: std::array::from_fn(|_| AtomicU64::new(0)),
             bytes_per_s: std::array::from_fn(|_| AtomicU64::new(0)),
+            broker_id: std::array::from_fn(|_| AtomicI64::new(-1)),
+            caught_up_ms: std::array::from_fn(|_| AtomicU64::new(0)),
             shards: (0..shards.max(1))
                 .map(|_| (AtomicWaker::new(), AtomicBool::new(false)))
                 .collect(),
@@ -63,6 +69,8 @@ impl SlaveAcks {
                     }
                     self.next[i].store(0, Ordering::Release);
                     self.bytes_per_s[i].store(0, Ordering::Release);
+                    self.broker_id[i].store(-1, Ordering::Release);
+                    self.caught_up_ms[i].store(0, Ordering::Release);
                     SlaveSlot {
                         acks: self.clone(),
                         index: i,
@@ -115,6 +123,37 @@ impl SlaveAcks {
         let top = &mut top[..n];
         top.sort_unstable_by(|a, b| b.cmp(a));
         top[slaves - 1]
+    }
+
+    /// The lowest offset every member of `members` (a SyncStateSet as a bit set, see
+    /// `broker::role`) other than `own_id` has acknowledged; 0 when one is not connected.
+    /// `u64::MAX` when the set holds no other member.
+    pub fn covered_by(&self, members: u64, own_id: i64) -> u64 {
+        let mut low = u64::MAX;
+        for id in crate::broker::role::from_mask(members) {
+            if id == own_id {
+                continue;
+            }
+            let acked = (0..MAX_SLAVES)
+                .filter(|&i| self.broker_id[i].load(Ordering::Acquire) == id)
+                .map(|i| self.acked[i].load(Ordering::Acquire))
+                .filter(|a| *a != NO_SLAVE)
+                .max();
+            low = low.min(acked.unwrap_or(0));
+        }
+        low
+    }
+
+    /// Connected slaves with a broker id: (id, acknowledged offset, last caught up, ms).
+    pub fn identified(&self) -> Vec<(i64, u64, u64)> {
+        (0..MAX_SLAVES)
+            .filter_map(|i| {
+                let acked = self.acked[i].load(Ordering::Acquire);
+                let id = self.broker_id[i].load(Ordering::Acquire);
+                (acked != NO_SLAVE && id >= 0)
+                    .then(|| (id, acked, self.caught_up_ms[i].load(Ordering::Acquire)))
+            })
+            .collect()
     }
 
     /// Has `shard`'s group-transfer task woken when an acknowledgement moves; true when one
@@ -172,6 +211,16 @@ fn decode_addr(w: [u64; 3]) -> SocketAddr {
 }
 
 impl SlaveSlot {
+    /// The slave's broker id, from its AutoSwitch handshake.
+    pub fn identify(&self, broker_id: i64) {
+        self.acks.broker_id[self.index].store(broker_id, Ordering::Release);
+    }
+
+    /// The slave caught up with the master at `now_ms`.
+    pub fn caught_up(&self, now_ms: u64) {
+        self.acks.caught_up_ms[self.index].store(now_ms, Ordering::Release);
+    }
+
     /// Where the transfer to this slave stands: the next commit-log offset to send.
     pub fn sending_from(&self, next: u64) {
         self.acks.next[self.index].store(next, Ordering::Release);

@@ -37,9 +37,11 @@ const FIRST_REPORT_POLL: Duration = Duration::from_millis(10);
 /// is cut off.
 const REPORT_BUFFER_MAX: usize = 1 << 20;
 
-/// Shard 0: accepts slave connections on the HA listener while the broker runs.
+/// Shard 0: accepts slave connections on the HA listener while the broker runs; in controller
+/// mode they speak the AutoSwitch protocol (`ha_autoswitch`).
 pub async fn serve(shard: Rc<Shard>, listener: Listener) {
     let watch = Rc::new(PublishWatch::default());
+    let replicas = crate::broker::replicas::Replicas::get();
     runtime::spawn(publish_hub(shard.clone(), watch.clone()));
     loop {
         let stream = match listener.accept().await {
@@ -59,8 +61,13 @@ pub async fn serve(shard: Rc<Shard>, listener: Listener) {
         tracing::info!(slave = %peer, "HA connection from a slave");
         let s = shard.clone();
         let w = watch.clone();
+        let r = replicas.clone();
         runtime::spawn(async move {
-            match transfer(&s, stream, &w).await {
+            let ended = match r {
+                Some(r) => crate::broker::ha_autoswitch::transfer(&s, stream, &w, &r).await,
+                None => transfer(&s, stream, &w).await,
+            };
+            match ended {
                 Ok(()) => tracing::info!(slave = %peer, "HA connection closed"),
                 Err(e) => tracing::warn!(slave = %peer, error = %e, "HA connection closed"),
             }
@@ -72,7 +79,7 @@ pub async fn serve(shard: Rc<Shard>, listener: Listener) {
 /// writer wakes one waker per publish; [`publish_hub`] passes that on to every waiting
 /// connection, and registers with the writer only while one waits.
 #[derive(Default)]
-struct PublishWatch {
+pub(crate) struct PublishWatch {
     waiting: RefCell<Vec<Waker>>,
     /// The hub, parked while no connection waits.
     hub: Cell<Option<Waker>>,
@@ -80,7 +87,11 @@ struct PublishWatch {
 
 impl PublishWatch {
     /// Ready once the published end of the commit log is past `offset`.
-    fn past<'a>(&'a self, writer: &'a WriterSender, offset: u64) -> impl Future<Output = ()> + 'a {
+    pub(crate) fn past<'a>(
+        &'a self,
+        writer: &'a WriterSender,
+        offset: u64,
+    ) -> impl Future<Output = ()> + 'a {
         poll_fn(move |cx| {
             if writer.max_phy_offset() > offset {
                 return Poll::Ready(());
@@ -99,7 +110,7 @@ impl PublishWatch {
 }
 
 /// Wakes the waiting connections after every publish of the writer.
-async fn publish_hub(shard: Rc<Shard>, watch: Rc<PublishWatch>) {
+pub(crate) async fn publish_hub(shard: Rc<Shard>, watch: Rc<PublishWatch>) {
     let writer = &shard.ctx.writer;
     let mut seen = writer.max_phy_offset();
     loop {
@@ -306,7 +317,7 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
     }
 }
 
-fn stalled(housekeeping: Duration) -> String {
+pub(crate) fn stalled(housekeeping: Duration) -> String {
     format!("the slave read nothing for {} ms", housekeeping.as_millis())
 }
 
@@ -314,11 +325,10 @@ fn stalled(housekeeping: Duration) -> String {
 /// acknowledgements cover them (one report answers every send it covers), or
 /// FLUSH_SLAVE_TIMEOUT once `slaveTimeout` passed.
 pub async fn group_transfer(shard: Rc<Shard>) {
-    let slaves = shard.ctx.cfg.ha.in_sync_replicas.saturating_sub(1);
     let acks = &shard.ctx.slave_acks;
     let requests = shard.group_transfer();
     while !shard.is_stopping() {
-        let earliest = requests.resolve(acks.covered(slaves), Instant::now());
+        let earliest = requests.resolve(covered(&shard), Instant::now());
         let woken = poll_fn(|cx| {
             let moved = acks.register(shard.id, cx.waker());
             let pushed = requests.register(cx.waker());
@@ -338,12 +348,35 @@ pub async fn group_transfer(shard: Rc<Shard>) {
     }
 }
 
+/// Whether a send waits for slaves: a SYNC_MASTER with `inSyncReplicas` above 1, or a master
+/// in controller mode with `allAckInSyncStateSet`.
+pub fn sends_wait_for_slaves(shard: &Shard) -> bool {
+    let cfg = &shard.ctx.cfg;
+    if cfg.controller_mode.enabled {
+        cfg.controller_mode.all_ack_in_sync_state_set || cfg.ha.in_sync_replicas > 1
+    } else {
+        cfg.ha.needs_slave_acks()
+    }
+}
+
+/// How far enough copies hold the commit log: with `allAckInSyncStateSet` (controller mode),
+/// every member of the SyncStateSet; otherwise `inSyncReplicas` copies, the master's included.
+fn covered(shard: &Shard) -> u64 {
+    let cfg = &shard.ctx.cfg;
+    let acks = &shard.ctx.slave_acks;
+    if cfg.controller_mode.enabled && cfg.controller_mode.all_ack_in_sync_state_set {
+        let (mask, _) = shard.ctx.role.sync_state_set();
+        acks.covered_by(mask, shard.ctx.role.own_id())
+    } else {
+        acks.covered(cfg.ha.in_sync_replicas.saturating_sub(1))
+    }
+}
+
 /// Waits until `inSyncReplicas` copies (the master's included) hold the commit log up to
 /// `next_offset`, or `slaveTimeout`: false then. Answers at once when the slaves already do.
 pub async fn wait_for_slaves(shard: &Shard, next_offset: u64) -> bool {
     let ha = &shard.ctx.cfg.ha;
-    let slaves = ha.in_sync_replicas.saturating_sub(1);
-    if shard.ctx.slave_acks.covered(slaves) >= next_offset {
+    if covered(shard) >= next_offset {
         return true;
     }
     let (done, answer) = oneshot::channel();

@@ -174,7 +174,7 @@ async fn report(stream: &mut Stream, at: u64, state: &HaClientState) -> Ended {
 }
 
 /// Has the writer make this slave's empty commit log begin at `offset`, and waits until it did.
-async fn begin_at(shard: &Rc<Shard>, offset: u64) -> Result<(), String> {
+pub(crate) async fn begin_at(shard: &Rc<Shard>, offset: u64) -> Result<(), String> {
     let (tx, rx) = oneshot::channel::<Result<(), StoreError>>();
     let done = Box::new(move |r| {
         // The receiver is gone only when this connection's task was dropped (shutdown).
@@ -192,7 +192,7 @@ async fn begin_at(shard: &Rc<Shard>, offset: u64) -> Result<(), String> {
 /// Takes the whole records off the front of `pending`, as appends that own their bytes (split
 /// off the buffer, not copied), and returns the bytes they (and any segment end they pass)
 /// took up.
-fn whole_records(
+pub(crate) fn whole_records(
     shard: &Shard,
     pending: &mut BytesMut,
 ) -> Result<(Vec<AppendRecord>, usize), String> {

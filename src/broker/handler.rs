@@ -8,8 +8,8 @@ use crate::broker::error::BrokerError;
 use crate::broker::runtime_info;
 use crate::broker::shard::Shard;
 use crate::broker::{
-    admin, admin_conns, admin_stats, clients, offsets, pull, query, relay, reply, retry, send,
-    topic_delete, transaction,
+    admin, admin_conns, admin_stats, clients, offsets, pull, query, relay, replicas, reply, retry,
+    send, topic_delete, transaction,
 };
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
@@ -91,6 +91,10 @@ impl Handler for BrokerHandler {
                 req::GET_CONSUME_STATS => frame(admin_stats::consume_stats(shard, &cmd).await),
                 req::GET_TOPIC_STATS_INFO => frame(admin_stats::topic_stats(shard, &cmd).await),
                 req::GET_BROKER_HA_STATUS => frame(Ok(runtime_info::ha_status(&shard, &cmd))),
+                req::NOTIFY_BROKER_ROLE_CHANGED => {
+                    frame(replicas::role_changed(shard, cmd.clone()).await)
+                }
+                req::GET_BROKER_EPOCH_CACHE => frame(replicas::epoch_cache(shard, &cmd).await),
                 req::GET_BROKER_RUNTIME_INFO => {
                     frame(runtime_info::runtime_info(shard, &cmd).await)
                 }

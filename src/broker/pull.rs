@@ -196,7 +196,8 @@ pub struct PullAnswer {
 pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, BrokerError> {
     // As Java 5's PullMessageProcessor.rejectRequest: a slave serves pulls only when told to.
     let ha = &shard.ctx.cfg.ha;
-    if ha.broker_role.is_slave() && !ha.slave_read_enable {
+    let slave = shard.ctx.role.is_slave();
+    if slave && !ha.slave_read_enable {
         return Err(BrokerError::Busy);
     }
     let h = PullMessageRequestHeader::from_command(cmd)?;
@@ -221,7 +222,7 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
     let cfg = &shard.ctx.cfg;
     // A slave answers every miss with PULL_RETRY_IMMEDIATELY (see `suggest`), so it never parks
     // a pull, as in Java where that rule runs before the pull is suspended.
-    let on_slave = cfg.registered_broker_id() != MASTER_ID;
+    let on_slave = shard.ctx.role.is_slave();
     let suspend = if on_slave {
         None
     } else if h.sys_flag & FLAG_SUSPEND != 0 {
@@ -246,8 +247,7 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
             .unwrap_or(MAX_PULL_BYTES),
         filter,
         // As Java, a slave keeps no offset a pull carries (UPDATE_CONSUMER_OFFSET still lands).
-        commit_offset: (h.sys_flag & FLAG_COMMIT_OFFSET != 0 && !ha.broker_role.is_slave())
-            .then_some(h.commit_offset),
+        commit_offset: (h.sys_flag & FLAG_COMMIT_OFFSET != 0 && !slave).then_some(h.commit_offset),
         suspend,
     };
     let owner = shard.owner(&q.topic, q.queue_id);
@@ -311,7 +311,7 @@ async fn suggest(
         ));
         which = if ans.behind { slowly } else { broker_id };
     }
-    if cfg.registered_broker_id() != MASTER_ID && !ans.behind {
+    if shard.ctx.role.is_slave() && !ans.behind {
         which = MASTER_ID;
         if code != rc::SUCCESS {
             code = rc::PULL_RETRY_IMMEDIATELY;

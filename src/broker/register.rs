@@ -69,7 +69,7 @@ fn register_command(s0: &Shard) -> RemotingCommand {
         broker_addr: broker_addr(s0),
         cluster_name: cfg.broker_cluster_name.clone(),
         ha_server_addr: ha.to_string(),
-        broker_id: cfg.registered_broker_id(),
+        broker_id: s0.ctx.role.registered_broker_id(),
         heartbeat_timeout_millis: Some(120_000),
         compressed: false,
         body_crc32: body_crc32(&body),
@@ -116,6 +116,10 @@ async fn register_all(
     learned: &LearnedMaster,
     master: &MasterAddr,
 ) {
+    // In controller mode nothing is announced until the controller has said who this is.
+    if !s0.ctx.role.is_decided() {
+        return;
+    }
     let mut all_ok = true;
     for addr in s0.ctx.cfg.namesrv_addr.clone() {
         let cmd = register_command(s0);
@@ -188,7 +192,7 @@ pub async fn unregister_all(s0: &Rc<Shard>) {
             broker_name: cfg.broker_name.clone(),
             broker_addr: broker_addr(s0),
             cluster_name: cfg.broker_cluster_name.clone(),
-            broker_id: cfg.registered_broker_id(),
+            broker_id: s0.ctx.role.registered_broker_id(),
         }
         .write_to(&mut cmd);
         if let Err(e) = invoke(&mut clients, addr, cmd).await {

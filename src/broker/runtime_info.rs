@@ -176,7 +176,7 @@ fn format_runtime(ms: i64) -> String {
 pub fn ha_status(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
     let ctx = &shard.ctx;
     let body = crate::broker::ha_status::runtime_info(
-        ctx.cfg.ha.broker_role.is_slave(),
+        ctx.role.is_slave(),
         ctx.writer.max_phy_offset(),
         ctx.cfg.ha.max_gap_not_in_sync,
         &ctx.slave_acks,

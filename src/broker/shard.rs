@@ -26,7 +26,7 @@ use crate::remoting::ConnHandle;
 use crate::runtime::{MailboxReceiver, Mesh};
 use crate::store::consume_queue::{ConsumeQueue, CqUnit};
 use crate::store::reader::CommitLogReader;
-use crate::writer::{DispatchRun, WriterSender};
+use crate::writer::{CqTruncate, DispatchRun, Dispatched, WriterSender};
 
 /// The shard that owns (topic, queue_id). FNV-1a over the topic, plus the queue id, so the
 /// queues of one topic spread over shards. The transaction op queue lives with the half queue,
@@ -66,6 +66,8 @@ pub struct BrokerContext {
     pub slave_acks: Arc<SlaveAcks>,
     /// A slave's link to its master (for GET_BROKER_HA_STATUS).
     pub ha_client: Arc<crate::broker::ha_status::HaClientState>,
+    /// The role now: broker.conf's, or in controller mode the controller's (`broker::role`).
+    pub role: Arc<crate::broker::role::RoleState>,
 }
 
 /// A queue owned by this shard.
@@ -111,7 +113,7 @@ pub struct Shard {
     conns: RefCell<HashMap<u64, ConnHandle>>,
     /// Units the writer published for this shard's queues, not yet applied. Apart from the
     /// mesh mailbox so any task here can apply them before it reads a queue (`queue_bounds`).
-    dispatched: MailboxReceiver<Vec<DispatchRun>>,
+    dispatched: MailboxReceiver<Dispatched>,
     /// Shard 0 only: the metadata owner.
     meta: Option<RefCell<Metadata>>,
     uniq: RefCell<UniqKeyGenerator>,
@@ -146,7 +148,7 @@ impl Shard {
         subs: Arc<SubscriptionSnapshot>,
         meta: Option<Metadata>,
         delay_progress: BTreeMap<i32, i64>,
-        dispatched: MailboxReceiver<Vec<DispatchRun>>,
+        dispatched: MailboxReceiver<Dispatched>,
     ) -> Shard {
         let queues = cqs
             .into_iter()
@@ -239,9 +241,30 @@ impl Shard {
     /// Every read of a queue's state applies what is pending first: a pull that follows a
     /// SEND_OK finds the message.
     pub fn apply_dispatched(&self) {
-        while let Some(runs) = self.dispatched.try_recv() {
-            self.on_dispatch(runs);
+        while let Some(d) = self.dispatched.try_recv() {
+            self.on_dispatched(d);
         }
+    }
+
+    /// Applies one message of the writer's dispatch mailbox.
+    pub fn on_dispatched(&self, d: Dispatched) {
+        match d {
+            Dispatched::Runs(runs) => self.on_dispatch(runs),
+            Dispatched::Truncate(cut) => self.on_truncate(cut),
+        }
+    }
+
+    /// The commit log is being truncated back to `cut.phy_offset`: every owned queue drops its
+    /// units at or past it; the writer gets the files to unlink and fsync (off this core).
+    fn on_truncate(&self, cut: CqTruncate) {
+        let mut queues = self.queues.borrow_mut();
+        let mut files = crate::store::CqCutFiles::default();
+        for q in queues.values_mut() {
+            let c = q.cq.truncate_from(cut.phy_offset);
+            files.remove.extend(c.remove);
+            files.sync.extend(c.sync);
+        }
+        cut.answer(Ok(files));
     }
 
     /// Applies units the writer published: append to the ConsumeQueues, wake parked pulls.
@@ -490,7 +513,7 @@ impl Shard {
 
     /// The next batch of units the writer published for this shard (the applier task waits
     /// here); `None` once the writer is gone.
-    pub async fn next_dispatched(&self) -> Option<Vec<DispatchRun>> {
+    pub async fn next_dispatched(&self) -> Option<Dispatched> {
         self.dispatched.recv().await
     }
 
@@ -503,9 +526,10 @@ impl Shard {
         self.stopping.set(true);
     }
 
-    /// Schedule, timer and transaction-check deliveries are paused (shutdown gathers progress).
+    /// Schedule, timer and transaction-check deliveries are paused: shutdown gathers
+    /// progress, or the broker is a slave now (controller mode turns a master into one).
     pub fn is_paused(&self) -> bool {
-        self.paused.get()
+        self.paused.get() || self.ctx.role.is_slave()
     }
 
     pub fn pause(&self) {

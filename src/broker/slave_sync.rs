@@ -50,7 +50,7 @@ pub async fn run(s0: Rc<Shard>, master: MasterAddr) {
         let Some(addr) = master.get() else {
             continue;
         };
-        if addr == s0.ctx.store_host {
+        if addr == s0.ctx.store_host || !s0.ctx.role.is_slave() {
             continue;
         }
         if connected_to != Some(addr) {

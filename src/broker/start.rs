@@ -32,7 +32,7 @@ use crate::runtime::net::{bind_reuseport, Listener};
 use crate::runtime::placement::CorePlan;
 use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, ShardPlacement};
 use crate::store::consume_queue::ConsumeQueue;
-use crate::writer::{self, DispatchRun, Dispatcher, WriterHandle};
+use crate::writer::{self, CqTruncate, DispatchRun, Dispatched, Dispatcher, WriterHandle};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -62,9 +62,10 @@ pub struct BrokerHandle {
     writer: Option<WriterHandle>,
 }
 
-/// Routes the writer's published units to the owner shards' dispatch mailboxes.
+/// Routes the writer's published units to the owner shards' dispatch mailboxes, and a
+/// consume-queue truncation to every shard, in the same order.
 struct ShardDispatcher {
-    senders: Vec<MailboxSender<Vec<DispatchRun>>>,
+    senders: Vec<MailboxSender<Dispatched>>,
 }
 
 impl Dispatcher for ShardDispatcher {
@@ -79,8 +80,22 @@ impl Dispatcher for ShardDispatcher {
                 continue;
             }
             // The writer is a plain thread: it may wait for a full shard mailbox to drain.
-            if self.senders[i].send_blocking(batch).is_err() {
+            if self.senders[i]
+                .send_blocking(Dispatched::Runs(batch))
+                .is_err()
+            {
                 tracing::error!(shard = i, "shard gone; units will be rebuilt by recovery");
+            }
+        }
+    }
+
+    fn truncate(&mut self, cut: CqTruncate) {
+        let copies = cut.split(self.senders.len());
+        for (sender, c) in self.senders.iter().zip(copies) {
+            if let Err(Dispatched::Truncate(c)) = sender.send_blocking(Dispatched::Truncate(c)) {
+                c.answer(Err(crate::store::StoreError::NotWritable(
+                    "a shard is gone; its consume queues cannot be truncated".into(),
+                )));
             }
         }
     }
@@ -90,7 +105,7 @@ impl Dispatcher for ShardDispatcher {
 struct ShardParts {
     mesh: Mesh<Shard>,
     rx: runtime::MailboxReceiver<Job<Shard>>,
-    dispatched: runtime::MailboxReceiver<Vec<DispatchRun>>,
+    dispatched: runtime::MailboxReceiver<Dispatched>,
     listeners: Vec<(std::net::TcpListener, bool)>,
     /// Shard 0 of a master: the HA listener.
     ha_listener: Option<std::net::TcpListener>,
@@ -99,6 +114,8 @@ struct ShardParts {
     meta: Option<Metadata>,
     delay_progress: std::collections::BTreeMap<i32, i64>,
     timer_progress: timer::state::TimerProgress,
+    /// Shard 0 in controller mode: the commit log's epochs.
+    epochs: Option<crate::store::EpochFileCache>,
     /// Connections open across the broker's shards (`maxConnections`).
     open_connections: Arc<AtomicUsize>,
 }
@@ -149,7 +166,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     // broker's port, it chooses this one too). A taken port stops start-up, as in Java.
     let mut ha_listener = None;
     let mut ha_addr = None;
-    if !cfg.ha.broker_role.is_slave() {
+    if !cfg.ha.broker_role.is_slave() || cfg.controller_mode.enabled {
         let port = match (cfg.ha.ha_listen_port, cfg.listen_addr.port()) {
             (None, 0) => 0,
             _ => cfg.ha.ha_port(listen_addr.port()),
@@ -203,6 +220,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         stats: crate::broker::stats::BrokerStats::new(n),
         slave_acks: Arc::new(crate::broker::group_transfer::SlaveAcks::new(n)),
         ha_client: Arc::default(),
+        role: Arc::new(crate::broker::role::RoleState::from_config(&cfg)),
         ha_addr,
         cfg: cfg.clone(),
     });
@@ -216,6 +234,13 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let timer_owner = owner_of(TIMER_TOPIC, timer::state::TIMER_QUEUE, n);
     let mut timer_progress = Some(timer::state::load_progress(&cfg.store.store_path_root_dir));
     let open_connections = Arc::new(AtomicUsize::new(0));
+    let mut epochs = if cfg.controller_mode.enabled {
+        Some(crate::store::EpochFileCache::load(
+            &cfg.store.store_path_root_dir,
+        )?)
+    } else {
+        None
+    };
     let mut parts = Vec::new();
     for (i, (((mesh, rx), (cqs, offsets)), delay_progress)) in meshes
         .into_iter()
@@ -243,6 +268,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             } else {
                 timer::state::TimerProgress::default()
             },
+            epochs: if i == 0 { epochs.take() } else { None },
             open_connections: open_connections.clone(),
         }));
     }
@@ -300,17 +326,18 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     ));
     let applier = shard.clone();
     runtime::spawn(async move {
-        while let Some(runs) = applier.next_dispatched().await {
-            applier.on_dispatch(runs);
+        while let Some(d) = applier.next_dispatched().await {
+            applier.on_dispatched(d);
         }
     });
-    // The services that store messages run on masters only, as Java starts them.
-    if !shard.ctx.cfg.ha.broker_role.is_slave() {
+    // The services that store messages run on masters only, as Java starts them; in
+    // controller mode they start paused and run while the broker is master.
+    if !shard.ctx.role.is_slave() || shard.ctx.cfg.controller_mode.enabled {
         schedule::start(&shard);
         timer::start(&shard, p.timer_progress);
         crate::broker::transaction::start(&shard);
     }
-    if shard.ctx.cfg.ha.needs_slave_acks() {
+    if shard.ctx.cfg.ha.needs_slave_acks() || shard.ctx.cfg.controller_mode.enabled {
         runtime::spawn(crate::broker::ha::group_transfer(shard.clone()));
     }
     crate::broker::clean::start(&shard);
@@ -318,7 +345,22 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         topic_manager::topics_changed(&shard);
         let learned: register::LearnedMaster = Rc::default();
         let master: register::MasterAddr = Rc::default();
-        if shard.ctx.cfg.ha.broker_role.is_slave() {
+        if shard.ctx.cfg.controller_mode.enabled {
+            // Controller mode: the controller decides the role; the slave's side follows
+            // whichever master it names, and mirrors its metadata while this broker is a slave.
+            let r = crate::broker::replicas::Replicas::open(p.epochs.unwrap_or_default());
+            runtime::spawn(crate::broker::replicas::run(shard.clone(), r.clone()));
+            runtime::spawn(crate::broker::ha_autoswitch_client::follow(
+                shard.clone(),
+                r,
+                learned.clone(),
+                master.clone(),
+            ));
+            runtime::spawn(crate::broker::slave_sync::run(
+                shard.clone(),
+                master.clone(),
+            ));
+        } else if shard.ctx.cfg.ha.broker_role.is_slave() {
             runtime::spawn(crate::broker::ha_client::follow(
                 shard.clone(),
                 learned.clone(),

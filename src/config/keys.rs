@@ -21,11 +21,8 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "authorizationProvider",
     "syncMasterFlushOffsetWhenStartup",
     "enableSlaveActingMaster",
-    "minInSyncReplicas",
     "enableAutoInSyncReplicas",
     "totalReplicas",
-    "enableControllerMode",
-    "controllerAddr",
     "fetchControllerAddrByDnsLookup",
     "enableDLegerCommitLog",
     "dLegerGroup",
@@ -331,7 +328,7 @@ mod tests {
         assert_eq!(cfg.ignored_keys_warning(), None);
         for (k, v) in [
             ("aclEnable", "true"),
-            ("enableControllerMode", "true"),
+            ("enableDLegerCommitLog", "true"),
             ("noSuchKey", "1"),
             ("maxMessageSize", "1024"),
         ] {
@@ -339,7 +336,7 @@ mod tests {
         }
         let w = cfg.ignored_keys_warning().unwrap();
         assert!(
-            w.contains("not implemented by ringmq: aclEnable, enableControllerMode"),
+            w.contains("not implemented by ringmq: aclEnable, enableDLegerCommitLog"),
             "{w}"
         );
         assert!(w.contains("unknown: noSuchKey"), "{w}");

@@ -12,12 +12,14 @@ use std::path::{Path, PathBuf};
 use crate::constants::DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS;
 use crate::store::config::{DeleteWhen, FlushDiskType, StoreConfig};
 
+pub mod controller_mode;
 pub mod ha;
 pub mod keys;
 pub mod limits;
 pub mod local_address;
 pub mod transaction;
 
+pub use controller_mode::ControllerModeConfig;
 pub use ha::{BrokerRole, HaConfig};
 pub use limits::Limits;
 pub use transaction::TransactionConfig;
@@ -80,6 +82,8 @@ pub struct BrokerConfig {
     pub transaction: TransactionConfig,
     /// The broker's role in its replication group (see `ha`).
     pub ha: HaConfig,
+    /// RocketMQ 5's controller mode (see `controller_mode`).
+    pub controller_mode: ControllerModeConfig,
     pub store: StoreConfig,
     /// Keys we read but do not act on.
     pub unknown: BTreeMap<String, String>,
@@ -115,6 +119,7 @@ impl Default for BrokerConfig {
             limits: Limits::default(),
             transaction: TransactionConfig::default(),
             ha: HaConfig::default(),
+            controller_mode: ControllerModeConfig::default(),
             store,
             unknown: BTreeMap::new(),
         }
@@ -212,6 +217,9 @@ impl BrokerConfig {
             return done;
         }
         if let Some(done) = self.ha.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.controller_mode.set(key, value) {
             return done;
         }
         let s = &mut self.store;
@@ -339,7 +347,12 @@ impl BrokerConfig {
             ));
         }
         self.limits.validate(&self.store)?;
-        self.ha.validate(self.broker_id)?;
+        self.controller_mode.validate()?;
+        // In controller mode the controller assigns the id and the role (Java's quick start
+        // writes brokerId=-1 and brokerRole=SLAVE).
+        if !self.controller_mode.enabled {
+            self.ha.validate(self.broker_id)?;
+        }
         if self.broker_name.is_empty() || self.broker_cluster_name.is_empty() {
             return Err(invalid(
                 "brokerName",

@@ -15,6 +15,7 @@ pub mod codes;
 pub mod command;
 pub mod frame;
 pub mod ha;
+pub mod ha_autoswitch;
 pub mod headers;
 pub mod java_hash;
 pub mod message;

@@ -1,5 +1,5 @@
 //! A minimal request/response client over one connection, used by the broker to register with
-//! name servers. One request at a time; responses with another opaque are skipped.
+//! name servers and to talk to controllers. One request at a time; responses with another opaque are skipped.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -73,6 +73,27 @@ impl Client {
         runtime::timeout(timeout, self.read_response(cmd.opaque))
             .await
             .ok_or(ClientError::Timeout { addr })?
+    }
+
+    /// Sends `cmd` as a oneway request (its opaque is replaced); nothing is awaited back.
+    pub async fn send_oneway(
+        &mut self,
+        mut cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<(), ClientError> {
+        let addr = self.addr;
+        cmd.opaque = self.next_opaque;
+        self.next_opaque = self.next_opaque.wrapping_add(1);
+        cmd.set_oneway();
+        let mut buf = BytesMut::new();
+        cmd.encode(&mut buf).map_err(|e| ClientError::Protocol {
+            addr,
+            reason: e.to_string(),
+        })?;
+        runtime::timeout(timeout, self.stream.write_all(&buf))
+            .await
+            .ok_or(ClientError::Timeout { addr })?
+            .map_err(|source| ClientError::Io { addr, source })
     }
 
     async fn read_response(&mut self, opaque: i32) -> Result<RemotingCommand, ClientError> {

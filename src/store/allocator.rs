@@ -124,6 +124,16 @@ impl SegmentAllocator {
 }
 
 impl SegmentAllocator {
+    /// Waits for the requested segment (if any) and hands it back unused: its file stays on
+    /// disk for the caller to remove (a commit log truncated to an earlier segment).
+    pub fn discard_pending(&mut self) {
+        if self.pending.take().is_some() {
+            self.hurry();
+            // Ok or not, the caller removes whatever file the helper left.
+            let _spare = self.rx.recv();
+        }
+    }
+
     /// Stops a warming in progress: raises `wanted` and wakes the helper from a pacing pause.
     fn hurry(&self) {
         self.wanted.store(true, Ordering::Release);

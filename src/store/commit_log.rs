@@ -25,6 +25,9 @@ use crate::store::recycle::RecyclePool;
 use crate::store::warm_gate::WarmGate;
 use crate::store::StoreError;
 
+mod truncate;
+pub use truncate::RecordBoundary;
+
 /// Records per pwritev call (IOV_MAX is 1024 on Linux).
 const IOV_BATCH: usize = 1024;
 /// SYNC_FLUSH: the writer starts writeback once this many bytes of whole pages await it

@@ -6,10 +6,12 @@
 //! segments read-only and touch only bytes the writer has published.
 
 pub mod allocator;
+pub mod broker_identity;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
 pub mod deleter;
+pub mod epoch_file;
 pub mod error;
 pub mod fault;
 pub mod files;
@@ -20,13 +22,15 @@ pub mod recovery;
 pub mod recycle;
 pub mod retention;
 pub mod tags_code;
+pub mod text_file;
 pub mod warm_gate;
 
-pub use consume_queue::{list_queues, ConsumeQueue, CqSyncJob, CqUnit, CQ_UNIT_SIZE};
+pub use consume_queue::{list_queues, ConsumeQueue, CqCutFiles, CqSyncJob, CqUnit, CQ_UNIT_SIZE};
 pub use index_file::IndexService;
 
 pub use commit_log::CommitLog;
 pub use config::{FlushDiskType, StoreConfig};
+pub use epoch_file::EpochFileCache;
 pub use error::StoreError;
 pub use files::Checkpoint;
 pub use reader::{CommitLogReader, SegmentRange};

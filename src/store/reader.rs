@@ -10,6 +10,11 @@
 //! (`with_min_phy`) every read below it is refused and the stale cache entries dropped, and a
 //! `SegmentRange` can tell (`is_live`) whether its bytes are still the ones asked for, which
 //! the zero-copy writes check before every syscall that reads the file.
+//!
+//! A truncation of the running log (`WriterSender::try_truncate_to`) unlinks segments that are
+//! created again, under the same names, as the log grows back: the writer then bumps
+//! `ReadBounds::truncations`, and a reader that sees it change drops every cached mapping, and
+//! ranges handed out before stop being live.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -22,6 +27,16 @@ use crate::constants::READER_CACHE_SEGMENTS;
 use crate::store::commit_log::list_segments;
 use crate::store::mapped_file::segment_file_name;
 use crate::store::StoreError;
+
+/// What the writer publishes for the readers of its segments.
+#[derive(Debug, Default)]
+pub struct ReadBounds {
+    /// The first byte still in the commit log (retention moves it).
+    pub min_phy: AtomicU64,
+    /// How many times the running log was truncated back: segment files may have been
+    /// replaced by new ones with the same names.
+    pub truncations: AtomicU64,
+}
 
 struct CachedSegment {
     start: u64,
@@ -41,7 +56,9 @@ pub struct SegmentRange {
     pub len: u32,
     /// Commit-log position of the range, and the published minimum it must stay above.
     phy: u64,
-    min_phy: Option<Arc<AtomicU64>>,
+    bounds: Option<Arc<ReadBounds>>,
+    /// `bounds.truncations` when the range was located.
+    truncations: u64,
 }
 
 impl SegmentRange {
@@ -49,9 +66,10 @@ impl SegmentRange {
     /// reused, so bytes not yet handed to the kernel must not be read from it any more.
     /// (Pages already spliced into a pipe or socket keep their content: reuse detaches them.)
     pub fn is_live(&self) -> bool {
-        self.min_phy
-            .as_ref()
-            .is_none_or(|m| self.phy >= m.load(Ordering::Acquire))
+        self.bounds.as_ref().is_none_or(|b| {
+            self.phy >= b.min_phy.load(Ordering::Acquire)
+                && self.truncations == b.truncations.load(Ordering::Acquire)
+        })
     }
 
     /// The range's bytes in the read-only mapping.
@@ -66,9 +84,11 @@ pub struct CommitLogReader {
     segment_size: u64,
     cache: Vec<CachedSegment>,
     tick: u64,
-    /// The writer's published minimum physical offset (None: no check, for tools and tests
-    /// that run without a writer).
-    min_phy: Option<Arc<AtomicU64>>,
+    /// The writer's published minimum physical offset and truncation count (None: no check,
+    /// for tools and tests that run without a writer).
+    bounds: Option<Arc<ReadBounds>>,
+    /// `bounds.truncations` when the cache was last checked.
+    truncations: u64,
 }
 
 impl CommitLogReader {
@@ -79,14 +99,18 @@ impl CommitLogReader {
             segment_size,
             cache: Vec::with_capacity(READER_CACHE_SEGMENTS),
             tick: 0,
-            min_phy: None,
+            bounds: None,
+            truncations: 0,
         }
     }
 
-    /// A reader that refuses ranges below the writer's published minimum `min_phy`.
-    pub fn with_min_phy(store_root: &Path, segment_size: u64, min_phy: Arc<AtomicU64>) -> Self {
+    /// A reader that refuses ranges below the writer's published minimum and forgets its
+    /// mappings after a truncation (`bounds`, from `WriterSender::min_phy_watch`).
+    pub fn with_min_phy(store_root: &Path, segment_size: u64, bounds: Arc<ReadBounds>) -> Self {
+        let truncations = bounds.truncations.load(Ordering::Acquire);
         CommitLogReader {
-            min_phy: Some(min_phy),
+            bounds: Some(bounds),
+            truncations,
             ..Self::new(store_root, segment_size)
         }
     }
@@ -99,7 +123,18 @@ impl CommitLogReader {
                 "range {phy_offset}+{size} crosses a segment boundary"
             )));
         }
-        if let Some(min) = self.min_phy.as_ref().map(|m| m.load(Ordering::Acquire)) {
+        if let Some(b) = self.bounds.as_ref() {
+            let truncations = b.truncations.load(Ordering::Acquire);
+            if truncations != self.truncations {
+                self.cache.clear();
+                self.truncations = truncations;
+            }
+        }
+        if let Some(min) = self
+            .bounds
+            .as_ref()
+            .map(|b| b.min_phy.load(Ordering::Acquire))
+        {
             if phy_offset < min {
                 let size = self.segment_size;
                 self.cache.retain(|c| c.start + size > min);
@@ -164,7 +199,8 @@ impl CommitLogReader {
             offset: off as u64,
             len: size,
             phy: phy_offset,
-            min_phy: self.min_phy.clone(),
+            bounds: self.bounds.clone(),
+            truncations: self.truncations,
         })
     }
 
@@ -201,8 +237,9 @@ mod tests {
             )
             .unwrap();
         }
-        let min = Arc::new(AtomicU64::new(0));
-        let mut r = CommitLogReader::with_min_phy(dir.path(), SEG, min.clone());
+        let bounds = Arc::new(ReadBounds::default());
+        let min = &bounds.min_phy;
+        let mut r = CommitLogReader::with_min_phy(dir.path(), SEG, bounds.clone());
         assert_eq!(r.read(10, 4).unwrap(), &[1; 4]);
         let range = r.locate(10, 4).unwrap();
         assert!(range.is_live());

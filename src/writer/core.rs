@@ -2,11 +2,13 @@
 //! batch, then complete it: under ASYNC_FLUSH publish, dispatch, reply and index right here;
 //! under SYNC_FLUSH hand it to the group-commit thread (`group_commit`) and index it once that
 //! thread reports it durable. Between batches it runs the periodic async flush, checkpoint,
-//! index checkpoint and retention (`housekeeping`).
+//! index checkpoint and retention (`housekeeping`), and, when asked, truncates the commit log
+//! back to an earlier record (`truncate`).
 //!
 //! Runs only on the "ringmq-writer" thread (see `writer/mod.rs` for the invariants).
 
 mod housekeeping;
+mod truncate;
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -228,6 +230,10 @@ impl WriterCore {
                     self.start_at(offset, done);
                     continue;
                 }
+                Msg::TruncateTo { offset, done } => {
+                    self.truncate_to(offset, done);
+                    continue;
+                }
                 Msg::Shutdown => return self.clean_shutdown(&rx),
                 Msg::Abandon => return Ok(()),
             };
@@ -256,6 +262,7 @@ impl WriterCore {
                 Some(Msg::Abandon) => return Ok(()),
                 Some(Msg::DropTopic { topic, done }) => self.drop_topic(&topic, done),
                 Some(Msg::StartAt { offset, done }) => self.start_at(offset, done),
+                Some(Msg::TruncateTo { offset, done }) => self.truncate_to(offset, done),
                 _ => {}
             }
             self.tick();
@@ -288,6 +295,7 @@ impl WriterCore {
                 },
             )],
             deadline: None,
+            truncate: None,
         };
         if let Err(back) = gc.submit(barrier) {
             // The thread is gone: nothing more will be dispatched.
@@ -313,7 +321,10 @@ impl WriterCore {
                 if let Completion::GroupCommit(gc) = &self.completion {
                     gc.state.flushed_phy.fetch_max(max, Ordering::AcqRel);
                 }
-                self.published.min_phy.store(min, Ordering::Release);
+                self.published
+                    .read_bounds
+                    .min_phy
+                    .store(min, Ordering::Release);
                 self.published.publish(max);
             }
             // Refused before anything changed.
@@ -587,6 +598,7 @@ impl WriterCore {
             units: w.units,
             waiters,
             deadline: Instant::now().checked_add(timeout),
+            truncate: None,
         };
         let Completion::GroupCommit(gc) = &self.completion else {
             unreachable!("called in SYNC_FLUSH mode only");

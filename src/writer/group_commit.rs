@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError, TrySendError};
 
 use super::{
-    replicate, AppendOutcome, AppendReply, AppendStatus, DispatchRun, Dispatcher, Published,
+    replicate, AppendOutcome, AppendReply, AppendStatus, CqTruncate, DispatchRun, Dispatcher,
+    Published,
 };
 use crate::constants::{GROUP_COMMIT_MAX_WAIT, GROUP_COMMIT_QUEUE_CAPACITY};
 use crate::store::fault::{FaultHook, FaultPoint};
@@ -42,6 +43,9 @@ pub struct GroupCommitRequest {
     /// Written at + syncFlushTimeout (None: too far to represent): a reply after it says
     /// FLUSH_DISK_TIMEOUT, as RocketMQ's GroupCommitRequest deadline.
     pub deadline: Option<Instant>,
+    /// A consume-queue truncation, dispatched after this request's units and before the units
+    /// of every later request (`WriterCore::truncate_to` sends it alone, with no files).
+    pub truncate: Option<Box<CqTruncate>>,
 }
 
 /// What the group-commit thread reports to the writer (checkpoint, index, refusal).
@@ -282,6 +286,13 @@ impl Committer {
             } else {
                 units.extend(req.units);
             }
+            if let Some(cut) = req.truncate {
+                // The units before it first, then the cut; later units after it.
+                if !units.is_empty() {
+                    self.dispatcher.dispatch(std::mem::take(&mut units));
+                }
+                self.dispatcher.truncate(*cut);
+            }
             let late = req.deadline.is_some_and(|d| now > d);
             waiters.extend(req.waiters.into_iter().map(|w| (w, late)));
         }
@@ -343,6 +354,9 @@ fn fail_all(group: Vec<GroupCommitRequest>, e: StoreError) {
     let template = replicate(&e);
     let mut first = Some(e);
     for req in group {
+        if let Some(cut) = &req.truncate {
+            cut.answer(Err(replicate(&template)));
+        }
         for (reply, _) in req.waiters {
             reply(Err(first.take().unwrap_or_else(|| replicate(&template))));
         }

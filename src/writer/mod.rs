@@ -8,8 +8,10 @@
 //!
 //! Callers: shards hold a `WriterSender` and call `try_append` (never blocks; a full inbox is
 //! SYSTEM_BUSY for the caller), `try_drop_topic` when a topic is deleted (its queue
-//! offsets start again at 0), and, on a slave joining its master, `try_start_at` (an empty log
-//! begins at a later segment); the runtime owns the `WriterHandle` and calls `shutdown`.
+//! offsets start again at 0), on a slave joining its master, `try_start_at` (an empty log
+//! begins at a later segment), and, on an AutoSwitch slave whose log went past its new
+//! master's, `try_truncate_to` (the log, its consume queues, index and queue offsets go back to
+//! an earlier record); the runtime owns the `WriterHandle` and calls `shutdown`.
 //! Invariants: replies happen after the write and, for SYNC_FLUSH + wait_flush, after the
 //! fdatasync covering the record (SYNC_FLUSH requests with wait_flush = false are answered
 //! right after the write); dispatch of a batch precedes its flush-waiting replies;
@@ -19,12 +21,14 @@
 
 mod checkpointer;
 mod core;
+mod cq_truncate;
 mod flusher;
 mod group_commit;
 mod index_checkpoint;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
+pub use cq_truncate::{CqTruncate, CqTruncated, Dispatched, CQ_TRUNCATE_ANSWERS_MAX};
 pub use group_commit::GroupCommitStats;
 
 use std::collections::HashMap;
@@ -34,6 +38,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Sender, TrySendError};
 
+use crate::store::reader::ReadBounds;
 use crate::store::{
     Checkpoint, CommitLog, ConsumeQueue, CqUnit, IndexService, OpenedStore, StoreConfig,
     StoreError, TagsCode,
@@ -268,6 +273,10 @@ pub struct DispatchUnit {
 
 pub trait Dispatcher: Send + 'static {
     fn dispatch(&mut self, runs: Vec<DispatchRun>);
+    /// Has every consume queue drop its units at or past `cut.phy_offset`, after every run
+    /// dispatched before and before any run dispatched after; every owner answers through
+    /// `cut` (see `CqTruncate::split`). A dispatcher that keeps no queues answers `Ok(vec![])`.
+    fn truncate(&mut self, cut: CqTruncate);
 }
 
 /// The parts of an opened store the writer thread takes over.
@@ -291,7 +300,7 @@ impl WriterParts {
     }
 }
 
-/// Where the outcome of a `StartAt` goes (called on the writer thread).
+/// Where the outcome of a `StartAt` or a `TruncateTo` goes (called on the writer thread).
 pub type StartReply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 
 enum Msg {
@@ -308,6 +317,12 @@ enum Msg {
         offset: u64,
         done: StartReply,
     },
+    /// The commit log goes back to `offset` (see `WriterSender::try_truncate_to`); `done` gets
+    /// the outcome.
+    TruncateTo {
+        offset: u64,
+        done: StartReply,
+    },
     /// Drain, flush, checkpoint, remove the abort file, exit.
     Shutdown,
     /// Exit at once without flushing or removing the abort file (simulated crash for tests).
@@ -320,8 +335,9 @@ struct Published {
     max_phy: AtomicU64,
     /// Woken after every publish of `max_phy` (a master's HA connections wait on it).
     on_publish: atomic_waker::AtomicWaker,
-    /// Shared with every shard's `CommitLogReader`, which refuses ranges below it.
-    min_phy: Arc<AtomicU64>,
+    /// Shared with every shard's `CommitLogReader`, which refuses ranges below its minimum
+    /// and drops its mappings when its truncation count moves.
+    read_bounds: Arc<ReadBounds>,
     writable: AtomicBool,
 }
 
@@ -331,6 +347,13 @@ impl Published {
     /// take it back.
     fn publish(&self, upto: u64) {
         self.max_phy.fetch_max(upto, Ordering::AcqRel);
+        self.on_publish.wake();
+    }
+
+    /// Moves the published end back to `end`: the one way it goes back, used only by a
+    /// truncation of the commit log (`WriterCore::truncate_to`), once nothing else publishes.
+    fn set_back(&self, end: u64) {
+        self.max_phy.store(end, Ordering::Release);
         self.on_publish.wake();
     }
 }
@@ -395,6 +418,23 @@ impl WriterSender {
         sent
     }
 
+    /// Asks the writer to truncate the commit log back to `offset` (Java's `truncateFiles`, run
+    /// by an AutoSwitch slave at the point where its log and its new master's agree). Appends
+    /// sent before this one are processed first, and appends after it continue at `offset`
+    /// with the queue offsets the dropped records had. `offset` must be where a record starts
+    /// (or the end), in `[min, max]`; or, below the first byte, a multiple of the segment size:
+    /// then everything goes and the empty log begins at `offset`. `done` runs on the writer
+    /// thread: `Invalid` for an offset refused (nothing changed); another error when the
+    /// truncation failed part way (appends are refused from then on and the next start recovers
+    /// from what is on disk); `Ok` once the log, every consume queue and the index end at
+    /// `offset`, durably. Never blocks: false when the inbox is full or the writer stopped
+    /// (then `done` never runs; nor does it when the writer shuts down before reaching it).
+    pub fn try_truncate_to(&self, offset: u64, done: StartReply) -> bool {
+        let sent = self.tx.try_send(Msg::TruncateTo { offset, done }).is_ok();
+        self.wake();
+        sent
+    }
+
     /// Wakes the writer if it is parked on an empty inbox (a futex wake then, else an atomic).
     pub fn wake(&self) {
         self.writer.unpark();
@@ -410,12 +450,13 @@ impl WriterSender {
     }
     /// The first byte still in the commit log (retention moves it).
     pub fn min_phy_offset(&self) -> u64 {
-        self.published.min_phy.load(Ordering::Acquire)
+        self.published.read_bounds.min_phy.load(Ordering::Acquire)
     }
-    /// The published minimum itself, for a `CommitLogReader` to check every read against (a
-    /// retired segment may be reused, see `store::recycle`).
-    pub fn min_phy_watch(&self) -> Arc<AtomicU64> {
-        self.published.min_phy.clone()
+    /// The published minimum and truncation count, for a `CommitLogReader` to check every read
+    /// against (a retired segment may be reused, see `store::recycle`; a truncation replaces
+    /// segment files).
+    pub fn min_phy_watch(&self) -> Arc<ReadBounds> {
+        self.published.read_bounds.clone()
     }
     /// False while appends are refused (disk past the hard limit, or an async flush failed).
     pub fn is_writable(&self) -> bool {
@@ -438,7 +479,7 @@ impl WriterHandle {
         self.published.max_phy.load(Ordering::Acquire)
     }
     pub fn min_phy_offset(&self) -> u64 {
-        self.published.min_phy.load(Ordering::Acquire)
+        self.published.read_bounds.min_phy.load(Ordering::Acquire)
     }
     /// False while appends are refused (disk past the hard limit, or an async flush failed).
     pub fn is_writable(&self) -> bool {
@@ -497,6 +538,7 @@ pub fn spawn_writer(
         .max_phy
         .store(store.commit_log.max_phy_offset(), Ordering::Release);
     published
+        .read_bounds
         .min_phy
         .store(store.commit_log.min_phy_offset(), Ordering::Release);
     published.writable.store(true, Ordering::Release);
@@ -546,3 +588,5 @@ mod tests_retention;
 mod tests_start_at;
 #[cfg(test)]
 mod tests_sync_flush;
+#[cfg(test)]
+mod tests_truncate;

@@ -10,10 +10,11 @@ use bytes::BytesMut;
 use crossbeam_channel::bounded;
 
 use super::{
-    AppendOutcome, AppendRecord, AppendRequest, DispatchRun, DispatchUnit, Dispatcher, WriterSender,
+    AppendOutcome, AppendRecord, AppendRequest, CqTruncate, DispatchRun, DispatchUnit, Dispatcher,
+    WriterSender,
 };
 use crate::protocol::message::{encode, encode_without_body, MessageToStore};
-use crate::store::{ConsumeQueue, StoreError};
+use crate::store::{ConsumeQueue, CqCutFiles, StoreError};
 
 /// The message of the test records: fixed hosts and timestamps, no flags.
 fn test_message<'a>(
@@ -112,6 +113,12 @@ impl Dispatcher for CollectingDispatcher {
             all.extend(r.into_units());
         }
     }
+    /// Forgets the units at or past the cut, as a consume queue does.
+    fn truncate(&mut self, cut: CqTruncate) {
+        let mut all = self.0.lock().expect("collector lock");
+        all.retain(|u| u.unit.phy_offset < cut.phy_offset);
+        cut.answer(Ok(CqCutFiles::default()));
+    }
 }
 
 /// Drops every unit.
@@ -119,13 +126,21 @@ pub struct NullDispatcher;
 
 impl Dispatcher for NullDispatcher {
     fn dispatch(&mut self, _runs: Vec<DispatchRun>) {}
+    fn truncate(&mut self, cut: CqTruncate) {
+        cut.answer(Ok(CqCutFiles::default()));
+    }
 }
+
+/// (min offset, max offset, max phy offset) of each queue a `CqDispatcher` holds, as of its
+/// last dispatch or truncation.
+pub type CqBounds = Arc<Mutex<HashMap<(String, u32), (u64, u64, Option<u64>)>>>;
 
 /// Applies units to consume queues the way an owner shard would (panics on I/O errors: tests).
 pub struct CqDispatcher {
     root: PathBuf,
     cq_file_size: u64,
     cqs: HashMap<(String, u32), ConsumeQueue>,
+    bounds: CqBounds,
 }
 
 impl CqDispatcher {
@@ -134,10 +149,28 @@ impl CqDispatcher {
             .into_iter()
             .map(|c| ((c.topic().to_string(), c.queue_id()), c))
             .collect();
-        CqDispatcher {
+        let d = CqDispatcher {
             root,
             cq_file_size,
             cqs,
+            bounds: CqBounds::default(),
+        };
+        d.publish_bounds();
+        d
+    }
+
+    /// The queues' bounds, kept up to date by the writer's thread (tests read them).
+    pub fn bounds(&self) -> CqBounds {
+        self.bounds.clone()
+    }
+
+    fn publish_bounds(&self) {
+        let mut b = self.bounds.lock().expect("bounds lock");
+        for (k, cq) in &self.cqs {
+            b.insert(
+                k.clone(),
+                (cq.min_offset(), cq.max_offset(), cq.max_phy_offset()),
+            );
         }
     }
 }
@@ -154,6 +187,18 @@ impl Dispatcher for CqDispatcher {
             let cq = self.cqs.get_mut(&key).expect("inserted above");
             cq.put(u.queue_offset, u.unit).expect("consume queue put");
         }
+        self.publish_bounds();
+    }
+
+    fn truncate(&mut self, cut: CqTruncate) {
+        let mut files = CqCutFiles::default();
+        for cq in self.cqs.values_mut() {
+            let c = cq.truncate_from(cut.phy_offset);
+            files.remove.extend(c.remove);
+            files.sync.extend(c.sync);
+        }
+        self.publish_bounds();
+        cut.answer(Ok(files));
     }
 }
 

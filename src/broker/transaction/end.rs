@@ -24,7 +24,7 @@ pub async fn end_transaction(
     shard: Rc<Shard>,
     cmd: &RemotingCommand,
 ) -> Result<Option<RemotingCommand>, BrokerError> {
-    if shard.ctx.cfg.ha.broker_role.is_slave() {
+    if shard.ctx.role.is_slave() {
         return Err(BrokerError::SlaveNotAvailable(
             "the broker is a SLAVE: end transaction is forbidden".into(),
         ));

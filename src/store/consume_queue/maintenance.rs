@@ -1,12 +1,21 @@
 //! The ConsumeQueue operations that are not the append path: recovery truncation
-//! (`truncate_dirty`), retention (`delete_expired`), time-based search and the directory walk
+//! (`truncate_dirty`, and `truncate_from` for a running commit log truncated back), retention (`delete_expired`), time-based search and the directory walk
 //! that finds every queue at startup. Same owner and invariants as `consume_queue/mod.rs`.
 
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{ConsumeQueue, CqUnit, CQ_UNIT_SIZE};
+
+/// What a consume queue's cut leaves to do off its owner's core (`ConsumeQueue::truncate_from`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CqCutFiles {
+    /// Files left without units, unmapped: to unlink.
+    pub remove: Vec<PathBuf>,
+    /// To fsync once those are unlinked: the last kept file and the queue's directory.
+    pub sync: Vec<PathBuf>,
+}
 use crate::store::StoreError;
 
 impl ConsumeQueue {
@@ -14,8 +23,38 @@ impl ConsumeQueue {
     /// the commit log), zeroing it on disk; blank units trailing the kept ones go too. Files left
     /// empty are deleted, except the first, which remembers where the queue starts.
     pub fn truncate_dirty(&mut self, phy_limit: u64) -> Result<(), StoreError> {
+        for path in self.cut_units(phy_limit) {
+            fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+        }
+        Ok(())
+    }
+
+    /// `truncate_dirty` for a running commit log truncated back to `phy_offset`, a record
+    /// boundary (a unit before it ends at or before it), on the queue's owner shard: the units
+    /// at or past it go at once, but the files left empty are only unmapped and named, for the
+    /// caller to unlink off the shard's core; with them it names what to fsync so the cut
+    /// survives a crash (the last kept file and the queue's directory). Nothing when no unit went.
+    pub fn truncate_from(&mut self, phy_offset: u64) -> CqCutFiles {
+        let before = (self.max_offset, self.files.len());
+        let remove = self.cut_units(phy_offset);
+        if (self.max_offset, self.files.len()) == before {
+            return CqCutFiles::default();
+        }
+        let mut sync: Vec<PathBuf> = self
+            .files
+            .last()
+            .map(|f| f.path.clone())
+            .into_iter()
+            .collect();
+        sync.push(self.dir.clone());
+        CqCutFiles { remove, sync }
+    }
+
+    /// The cut itself: units past `phy_limit` zeroed, files left empty (but the first) taken
+    /// out of the queue and unmapped; returns their paths, still on disk.
+    fn cut_units(&mut self, phy_limit: u64) -> Vec<PathBuf> {
         if self.max_phy_offset.is_none_or(|end| end <= phy_limit) {
-            return Ok(());
+            return Vec::new();
         }
         let floor = self.first_offset();
         let mut new_max = self.max_offset;
@@ -38,9 +77,7 @@ impl ConsumeQueue {
             .position(|f| f.start >= cut_byte)
             .unwrap_or(self.files.len())
             .max(1);
-        for f in self.files.drain(keep..) {
-            fs::remove_file(&f.path).map_err(|e| StoreError::io(&f.path, e))?;
-        }
+        let removed = self.files.drain(keep..).map(|f| f.path.clone()).collect();
         // Zero the dropped units still inside kept files (only the last kept file can hold any).
         if let Some(f) = self.files.last_mut() {
             let f_end = f.start + f.len() as u64;
@@ -54,7 +91,7 @@ impl ConsumeQueue {
         self.max_offset = new_max;
         self.min_offset = self.min_offset.min(new_max);
         self.max_phy_offset = new_max_phy;
-        Ok(())
+        removed
     }
 
     /// Deletes whole files whose last (non-blank) unit's phy_offset is below `min_phy_offset` (the commit log

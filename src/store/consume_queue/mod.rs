@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 pub use crate::constants::CQ_UNIT_SIZE;
 use crate::store::StoreError;
-pub use maintenance::list_queues;
+pub use maintenance::{list_queues, CqCutFiles};
 use mapped::{parse_file_name, CqFile, RawUnit};
 
 /// One ConsumeQueue unit with the signed Java fields turned into what they mean.

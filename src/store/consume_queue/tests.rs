@@ -469,3 +469,43 @@ fn junk_far_past_the_write_position_is_cleared() {
         );
     }
 }
+
+/// Proves `truncate_from` drops the units of records at or past the cut, leaves the files left
+/// without units on disk but names them for the caller to unlink, names the last kept file and
+/// the queue directory to fsync, and names nothing when no unit went.
+#[test]
+fn truncate_from_drops_units_at_and_past_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cq = ConsumeQueue::open(dir.path(), "T", 0, 5 * CQ_UNIT_SIZE).unwrap();
+    for i in 0..12u64 {
+        let unit = CqUnit {
+            phy_offset: i * 100,
+            size: 100,
+            tags_code: 0,
+        };
+        cq.put(i, unit).unwrap();
+    }
+    assert_eq!(cq.truncate_from(1_200), CqCutFiles::default());
+    let cut = cq.truncate_from(400);
+    assert_eq!((cq.max_offset(), cq.max_phy_offset()), (4, Some(400)));
+    assert_eq!(cq.get(4), None);
+    assert_eq!(cq.get(3).map(|u| u.phy_offset), Some(300));
+    let qdir = dir.path().join("consumequeue/T/0");
+    let name = |start: u64| qdir.join(format!("{start:020}"));
+    assert_eq!(cut.sync, vec![name(0), qdir.clone()]);
+    assert_eq!(
+        cut.remove,
+        vec![name(5 * CQ_UNIT_SIZE), name(10 * CQ_UNIT_SIZE)]
+    );
+    assert!(
+        cut.remove.iter().all(|p| p.exists()),
+        "left for the caller to unlink"
+    );
+    let unit = CqUnit {
+        phy_offset: 400,
+        size: 50,
+        tags_code: 0,
+    };
+    cq.put(4, unit).unwrap();
+    assert_eq!(cq.get(4), Some(unit));
+}

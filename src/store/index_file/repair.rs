@@ -14,6 +14,10 @@
 //! Invariants after `truncate_before`: entries `1..index_count` are the kept prefix; every slot
 //! holds 0 or the newest kept entry with its hash; the header matches; the file is msynced.
 //! Cost: one pass over the slots and one over the kept entries (crash recovery only).
+//!
+//! The same slot repair serves `truncate_from_phy`: a running commit log truncated back to an
+//! earlier record (AutoSwitch replication), whose dropped records' keys must not lead a query
+//! to whatever is appended at those offsets next.
 
 use super::{IndexFile, INDEX_HEADER_SIZE, INDEX_SLOT_SIZE};
 use crate::store::StoreError;
@@ -41,6 +45,33 @@ impl IndexFile {
         let (earliest, latest) = self.entry_time_range(keep - 1);
         // An upper bound of the real time, which lies before `ts`.
         self.end_timestamp = latest.min(ts.saturating_sub(1)).max(earliest);
+        self.write_header();
+        self.flush()?;
+        Ok((keep - 1) as u32)
+    }
+
+    /// Drops every entry pointing at or past `phy` (a commit log truncated back there) and makes
+    /// the slots agree, as `truncate_before` does; the header's end becomes the last kept
+    /// entry's (its time an upper bound) and the file is msynced. Returns how many entries are
+    /// kept; with none kept the file is left untouched for the caller to delete.
+    pub(super) fn truncate_from_phy(&mut self, phy: u64) -> Result<u32, StoreError> {
+        let cut = i64::try_from(phy).unwrap_or(i64::MAX);
+        // Entries are put in phy order: the first one at or past the cut starts the dropped run.
+        let keep = (1..self.index_count)
+            .find(|&i| self.read_i64(self.entry_pos(i) + 4) >= cut)
+            .unwrap_or(self.index_count);
+        if keep == self.index_count {
+            return Ok((keep - 1).max(0) as u32);
+        }
+        if keep <= 1 {
+            return Ok(0);
+        }
+        let mut used_slots = self.clear_slots_from(keep);
+        used_slots += self.relink_slots(keep);
+        self.index_count = keep;
+        self.hash_slot_count = used_slots;
+        self.end_phy_offset = self.read_i64(self.entry_pos(keep - 1) + 4);
+        self.end_timestamp = self.entry_time_range(keep - 1).1;
         self.write_header();
         self.flush()?;
         Ok((keep - 1) as u32)

@@ -173,6 +173,27 @@ impl IndexService {
         Ok(())
     }
 
+    /// A commit log truncated back to `phy`: every entry pointing at or past it goes (the
+    /// records appended there next are other messages). Files whose entries all go are deleted,
+    /// newest first; the file holding the cut is cut back and msynced (`repair.rs`). Runs on the
+    /// writer thread, which then fdatasyncs nothing more: the msync made the cut durable.
+    pub fn truncate_from_phy(&mut self, phy: u64) -> Result<(), StoreError> {
+        let mut removed_from = None;
+        while let Some(f) = self.files.last_mut() {
+            if !f.is_empty() && f.truncate_from_phy(phy)? > 0 {
+                break;
+            }
+            let f = self.files.pop().expect("last checked");
+            removed_from = f.path().parent().map(Path::to_path_buf);
+            remove(f)?;
+        }
+        match removed_from {
+            // The unlinks must not come back after a crash.
+            Some(dir) => crate::store::mapped_file::sync_dir(&dir),
+            None => Ok(()),
+        }
+    }
+
     /// Files holding entries written since the file created at `from_created_ms` (inclusive),
     /// as `(path, second handle)` pairs, for an fdatasync off the writer thread. The writer passes
     /// the newest file of its previous accepted hand-off, so files rolled in between are synced.
@@ -262,8 +283,8 @@ impl IndexService {
     }
 }
 
-/// Unmaps and unlinks a file taken out of the service (recovery only; the writer goes through
-/// the file deleter).
+/// Unmaps and unlinks a file taken out of the service (recovery, and a truncation of the
+/// commit log; retention goes through the file deleter).
 fn remove(f: IndexFile) -> Result<(), StoreError> {
     let path = f.path().to_owned();
     drop(f);

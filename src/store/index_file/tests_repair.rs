@@ -138,3 +138,46 @@ fn unwritten_entries_and_dangling_slots_are_repaired() {
     s.put("T", &["k"], 1100, T0 + 11_000).unwrap();
     assert_eq!(s.query("T", "k", 100, 0, i64::MAX), phys_down_from(11));
 }
+
+/// Proves a truncation of the commit log (`truncate_from_phy`) drops exactly the entries at or
+/// past the cut, repairs the shared key's chain to the newest kept message, keeps the file
+/// header's end on the last kept entry, survives a reopen, and takes new puts after the cut.
+#[test]
+fn truncate_from_phy_drops_entries_at_and_past_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = service(dir.path());
+    put_messages(&mut s, 12);
+    s.truncate_from_phy(700).unwrap();
+    assert_eq!(s.max_phy_offset(), 600);
+    assert_eq!(s.query("T", "k", 100, 0, i64::MAX), phys_down_from(6));
+    for gone in [7, 11] {
+        assert!(s.query("T", &format!("m{gone}"), 4, 0, i64::MAX).is_empty());
+    }
+    drop(s);
+    let mut s = service(dir.path());
+    assert_eq!(s.query("T", "k", 100, 0, i64::MAX), phys_down_from(6));
+    s.put("T", &["k", "m7"], 700, T0 + 20_000).unwrap();
+    assert_eq!(s.query("T", "m7", 4, 0, i64::MAX), vec![700]);
+    assert_eq!(s.query("T", "k", 100, 0, i64::MAX), phys_down_from(7));
+}
+
+/// Proves a cut before a file's first entry deletes that file (and only newer ones), and a cut
+/// past every entry changes nothing.
+#[test]
+fn truncate_from_phy_deletes_files_wholly_past_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = service(dir.path());
+    put_messages(&mut s, 40); // two keys a message: 64 entries fill the first file
+    let files = s.files().len();
+    assert!(files >= 2, "the messages span {files} files");
+    s.truncate_from_phy(4_000).unwrap();
+    assert_eq!(s.files().len(), files, "nothing at or past 4000");
+    let second_begins = s.files()[1].begin_phy_offset as u64;
+    s.truncate_from_phy(second_begins).unwrap();
+    assert_eq!(s.files().len(), 1);
+    assert_eq!(s.max_phy_offset(), second_begins - 100);
+    assert!(s
+        .query("T", "k", 100, 0, i64::MAX)
+        .iter()
+        .all(|&p| p < second_begins));
+}

@@ -54,7 +54,10 @@ impl WriterCore {
                     let min_phy = self.log.min_phy_offset();
                     // Shards trim their consume queues against this (broker::clean). Published
                     // before `writable`, so whoever sees the pass's verdict sees its trim too.
-                    self.published.min_phy.store(min_phy, Ordering::Release);
+                    self.published
+                        .read_bounds
+                        .min_phy
+                        .store(min_phy, Ordering::Release);
                     self.disk_writable = out.writable;
                     self.publish_writable();
                     // Every pass: a full deleter may have left expired index files last time.
