@@ -24,7 +24,7 @@ fn clean_cmd(broker_name: &str, ids: Option<&str>) -> RemotingCommand {
     c
 }
 
-fn config(c: &mut Conn) -> String {
+fn config(c: &mut impl Call) -> String {
     let r = c.call(RemotingCommand::new_request(rq::GET_CONTROLLER_CONFIG));
     assert_eq!(r.code, 0);
     String::from_utf8(r.body.to_vec()).unwrap()
@@ -38,7 +38,7 @@ fn config(c: &mut Conn) -> String {
 fn bad_requests_are_refused_and_change_nothing() {
     let g = ControllerGroup::start(3, "");
     let leader = g.leader(Duration::from_secs(20));
-    let mut lc = Conn::connect(g.addr(leader));
+    let mut lc = g.leader_conn();
     let (mut a, mut b, mut c) = (
         FakeBroker::new("b"),
         FakeBroker::new("b"),

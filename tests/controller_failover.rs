@@ -42,7 +42,7 @@ fn controller_group_failover_and_recovery() {
     let r = Conn::connect(g.addr(follower)).call(next_id_cmd("b"));
     assert_eq!(r.code, rc::CONTROLLER_NOT_LEADER);
 
-    let mut lc = Conn::connect(g.addr(leader));
+    let mut lc = g.leader_conn();
     let mut a = FakeBroker::new("b");
     let h = a.register(&mut lc);
     assert_eq!(a.id, 1);

@@ -19,7 +19,7 @@ fn new_leader_replaces_master_that_died_with_old_leader() {
         "scanNotActiveBrokerInterval=500\nscanInactiveMasterInterval=1000",
     );
     let leader = g.leader(Duration::from_secs(20));
-    let mut lc = Conn::connect(g.addr(leader));
+    let mut lc = g.leader_conn();
     let mut a = FakeBroker::new("b");
     let mut b = FakeBroker::new("b");
     a.register(&mut lc);

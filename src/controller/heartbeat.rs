@@ -160,3 +160,71 @@ impl Liveness for BrokerLiveTable {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn beat(id: i64, epoch: i32, max_offset: i64, timeout_ms: i64) -> BrokerHeartbeatRequestHeader {
+        BrokerHeartbeatRequestHeader {
+            cluster_name: "c".into(),
+            broker_addr: format!("h:{id}"),
+            broker_name: "b".into(),
+            broker_id: Some(id),
+            epoch: Some(epoch),
+            max_offset: Some(max_offset),
+            confirm_offset: None,
+            heartbeat_timeout_mills: Some(timeout_ms),
+            election_priority: None,
+        }
+    }
+
+    /// A broker is alive until its own timeout passes; the scan then removes and reports it.
+    #[test]
+    fn timeout_expires_broker() {
+        let mut t = BrokerLiveTable::default();
+        t.set_now(1_000);
+        t.on_heartbeat(&beat(1, 0, 0, 500), 1, 7);
+        t.on_heartbeat(&beat(2, 0, 0, 5_000), 2, 8);
+        t.set_now(1_500);
+        assert!(t.is_alive("c", "b", 1));
+        assert!(t.scan().is_empty());
+        t.set_now(1_501);
+        assert!(!t.is_alive("c", "b", 1));
+        let gone = t.scan();
+        assert_eq!(
+            gone.iter().map(|g| g.broker_id).collect::<Vec<_>>(),
+            vec![1]
+        );
+        assert!(t.get(&gone[0]).is_none());
+        assert!(t.is_alive("c", "b", 2));
+    }
+
+    /// Closing a connection removes exactly the brokers whose heartbeats came on it.
+    #[test]
+    fn closed_connection_removes_its_brokers() {
+        let mut t = BrokerLiveTable::default();
+        t.on_heartbeat(&beat(1, 0, 0, 10_000), 1, 7);
+        t.on_heartbeat(&beat(2, 0, 0, 10_000), 2, 8);
+        let gone = t.on_connection_closed(7);
+        assert_eq!(gone.len(), 1);
+        assert!(!t.is_alive("c", "b", 1) && t.is_alive("c", "b", 2));
+        assert!(t.on_connection_closed(7).is_empty());
+    }
+
+    /// Epoch and offsets only move forward; a missing priority is the worst (i32::MAX).
+    #[test]
+    fn progress_only_moves_forward() {
+        let mut t = BrokerLiveTable::default();
+        t.on_heartbeat(&beat(1, 2, 100, 10_000), 1, 7);
+        t.on_heartbeat(&beat(1, 1, 900, 10_000), 1, 7);
+        t.on_heartbeat(&beat(1, 2, 50, 10_000), 1, 7);
+        let i = t.elect_info("c", "b", 1).unwrap();
+        assert_eq!(
+            (i.epoch, i.max_offset, i.election_priority),
+            (2, 100, i32::MAX)
+        );
+        t.on_heartbeat(&beat(1, 2, 150, 10_000), 1, 7);
+        assert_eq!(t.elect_info("c", "b", 1).unwrap().max_offset, 150);
+    }
+}

@@ -49,20 +49,7 @@ async fn dispatch(
         }
         rq::CONTROLLER_ELECT_MASTER => {
             let h = ElectMasterRequestHeader::from_command(req)?;
-            let r = req.clone();
-            let validate: Validate = Box::new(move |state, live, cfg| {
-                let designate = h.designate_elect.unwrap_or(false);
-                prepare_elect(
-                    state,
-                    live,
-                    cfg,
-                    &r,
-                    &h.broker_name,
-                    Some(h.broker_id),
-                    designate,
-                )
-            });
-            Ok(ctx.submit(req, validate).await)
+            Ok(ctx.submit(req, elect(req, h)).await)
         }
         rq::CONTROLLER_REGISTER_BROKER => {
             let h = RegisterBrokerToControllerRequestHeader::from_command(req)?;
@@ -75,53 +62,15 @@ async fn dispatch(
         rq::CONTROLLER_GET_SYNC_STATE_DATA => sync_state_data(ctx, req).await,
         rq::CLEAN_BROKER_DATA => {
             let h = CleanControllerBrokerDataRequestHeader::from_command(req)?;
-            let r = req.clone();
-            let validate: Validate = Box::new(move |state, live, _| {
-                let o = state.clean_broker_data(
-                    h.cluster_name.as_deref().unwrap_or_default(),
-                    &h.broker_name,
-                    h.broker_controller_ids_to_clean.as_deref(),
-                    h.is_clean_living_broker,
-                    live,
-                );
-                finish(&r, o, |_, _| {})
-            });
-            Ok(ctx.submit(req, validate).await)
+            Ok(ctx.submit(req, clean(req, h)).await)
         }
         rq::CONTROLLER_GET_NEXT_BROKER_ID => {
             let h = GetNextBrokerIdRequestHeader::from_command(req)?;
-            let r = req.clone();
-            let validate: Validate = Box::new(move |state, _, _| {
-                let mut a = ok(&r);
-                GetNextBrokerIdResponseHeader {
-                    cluster_name: Some(h.cluster_name.clone()),
-                    broker_name: Some(h.broker_name.clone()),
-                    next_broker_id: Some(state.next_broker_id(&h.broker_name)),
-                }
-                .write_to(&mut a);
-                read_only(a)
-            });
-            Ok(ctx.submit(req, validate).await)
+            Ok(ctx.submit(req, next_broker_id(req, h)).await)
         }
         rq::CONTROLLER_APPLY_BROKER_ID => {
             let h = ApplyBrokerIdRequestHeader::from_command(req)?;
-            let r = req.clone();
-            let validate: Validate = Box::new(move |state, _, _| {
-                let o = state.apply_broker_id(
-                    &h.cluster_name,
-                    &h.broker_name,
-                    h.applied_broker_id,
-                    &h.register_check_code,
-                );
-                finish(&r, o, |_, a| {
-                    ApplyBrokerIdResponseHeader {
-                        cluster_name: Some(h.cluster_name.clone()),
-                        broker_name: Some(h.broker_name.clone()),
-                    }
-                    .write_to(a)
-                })
-            });
-            Ok(ctx.submit(req, validate).await)
+            Ok(ctx.submit(req, apply_broker_id(req, h)).await)
         }
         other => Err(ControllerError::NotSupported(other)),
     }
@@ -236,6 +185,69 @@ fn alter(req: &RemotingCommand, h: AlterSyncStateSetRequestHeader, set: SyncStat
             .into();
         }
         p
+    })
+}
+
+fn elect(req: &RemotingCommand, h: ElectMasterRequestHeader) -> Validate {
+    let r = req.clone();
+    Box::new(move |state, live, cfg| {
+        let designate = h.designate_elect.unwrap_or(false);
+        prepare_elect(
+            state,
+            live,
+            cfg,
+            &r,
+            &h.broker_name,
+            Some(h.broker_id),
+            designate,
+        )
+    })
+}
+
+fn clean(req: &RemotingCommand, h: CleanControllerBrokerDataRequestHeader) -> Validate {
+    let r = req.clone();
+    Box::new(move |state, live, _| {
+        let o = state.clean_broker_data(
+            h.cluster_name.as_deref().unwrap_or_default(),
+            &h.broker_name,
+            h.broker_controller_ids_to_clean.as_deref(),
+            h.is_clean_living_broker,
+            live,
+        );
+        finish(&r, o, |_, _| {})
+    })
+}
+
+fn next_broker_id(req: &RemotingCommand, h: GetNextBrokerIdRequestHeader) -> Validate {
+    let r = req.clone();
+    Box::new(move |state, _, _| {
+        let mut a = ok(&r);
+        GetNextBrokerIdResponseHeader {
+            cluster_name: Some(h.cluster_name.clone()),
+            broker_name: Some(h.broker_name.clone()),
+            next_broker_id: Some(state.next_broker_id(&h.broker_name)),
+        }
+        .write_to(&mut a);
+        read_only(a)
+    })
+}
+
+fn apply_broker_id(req: &RemotingCommand, h: ApplyBrokerIdRequestHeader) -> Validate {
+    let r = req.clone();
+    Box::new(move |state, _, _| {
+        let o = state.apply_broker_id(
+            &h.cluster_name,
+            &h.broker_name,
+            h.applied_broker_id,
+            &h.register_check_code,
+        );
+        finish(&r, o, |_, a| {
+            ApplyBrokerIdResponseHeader {
+                cluster_name: Some(h.cluster_name.clone()),
+                broker_name: Some(h.broker_name.clone()),
+            }
+            .write_to(a)
+        })
     })
 }
 

@@ -415,8 +415,6 @@ impl ReplicasInfo {
                 };
             }
         }
-        view.sync_state_set_epoch
-            .get_or_insert(sync.sync_state_set_epoch);
         let mut events = Vec::new();
         if replicas.address(Some(id)) != Some(address) {
             events.push(Event::UpdateBrokerAddress {

@@ -15,6 +15,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -41,6 +42,9 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Role-change notifications in flight at once; each has `NOTIFY_TIMEOUT`.
 pub const MAX_NOTIFY_IN_FLIGHT: usize = 64;
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A request's validation: run by the scheduler against the applied state, this
+/// controller's liveness view and its config.
 pub type Validate = Box<dyn FnOnce(&ReplicasInfo, &BrokerLiveTable, &ControllerConfig) -> Prepared>;
 
 struct Job {
@@ -56,7 +60,7 @@ pub struct Ctx {
     pub live: RefCell<BrokerLiveTable>,
     jobs: mpsc::Sender<Job>,
     next_conn: Cell<u64>,
-    notify_slots: Rc<Semaphore>,
+    notify_slots: Arc<Semaphore>,
     electing: RefCell<HashSet<String>>,
     started: std::time::Instant,
 }
@@ -72,7 +76,7 @@ impl Ctx {
             live: RefCell::new(BrokerLiveTable::default()),
             jobs: tx,
             next_conn: Cell::new(1),
-            notify_slots: Rc::new(Semaphore::new(MAX_NOTIFY_IN_FLIGHT)),
+            notify_slots: Arc::new(Semaphore::new(MAX_NOTIFY_IN_FLIGHT)),
             electing: RefCell::new(HashSet::new()),
             started: std::time::Instant::now(),
         });
@@ -240,12 +244,11 @@ pub fn trigger_elect(ctx: &Rc<Ctx>, broker_name: String) {
     tokio::task::spawn_local(async move {
         let tries = ctx.cfg.borrow().elect_master_max_retry_count;
         for attempt in 0..tries {
-            let req = RemotingCommand::new_request(request_code::CONTROLLER_ELECT_MASTER);
-            let name = broker_name.clone();
+            let trigger = RemotingCommand::new_request(request_code::CONTROLLER_ELECT_MASTER);
+            let (req, name) = (trigger.clone(), broker_name.clone());
             let validate: Validate = Box::new(move |state, live, cfg| {
                 super::answer::prepare_elect(state, live, cfg, &req, &name, None, false)
             });
-            let trigger = RemotingCommand::new_request(request_code::CONTROLLER_ELECT_MASTER);
             let answer = ctx.submit(&trigger, validate).await;
             tracing::info!(
                 broker_name,
@@ -295,11 +298,17 @@ pub fn notify_role_change(ctx: &Rc<Ctx>, change: RoleChange) {
         })
         .into();
         cmd.set_oneway();
-        let slots = ctx.notify_slots.clone();
+        // Bounded: with every slot taken the notification is dropped; the broker still learns
+        // the new master from its periodic CONTROLLER_GET_REPLICA_INFO.
+        let Ok(permit) = ctx.notify_slots.clone().try_acquire_owned() else {
+            tracing::warn!(
+                addr,
+                "too many role-change notifications in flight; skipped"
+            );
+            continue;
+        };
         tokio::task::spawn_local(async move {
-            let Ok(_permit) = slots.acquire().await else {
-                return;
-            };
+            let _permit = permit;
             let sent = tokio::time::timeout(NOTIFY_TIMEOUT, async {
                 let mut s = TcpStream::connect(&addr).await?;
                 write_command(&mut s, &cmd).await?;

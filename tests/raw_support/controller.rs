@@ -30,6 +30,10 @@ pub fn free_ports(n: usize) -> Vec<u16> {
     ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
 }
 
+/// Lines of each controller's log printed when a test fails (RINGMQ_TEST_CONTROLLER_LOG sets
+/// the log filter, `info,openraft=warn` by default).
+const LOG_TAIL_LINES: usize = 40;
+
 pub struct ControllerGroup {
     /// The address every controller listens on (loopback, or a bridge the test made).
     pub host: std::net::Ipv4Addr,
@@ -68,6 +72,11 @@ impl ControllerGroup {
         (0..self.ports.len()).map(|i| self.addr(i)).collect()
     }
 
+    /// A connection that follows the leader (see `LeaderConn`).
+    pub fn leader_conn(&self) -> LeaderConn {
+        LeaderConn::new(self.addrs())
+    }
+
     pub fn spawn(&mut self, i: usize) {
         let peers: Vec<String> = self
             .ports
@@ -95,7 +104,11 @@ impl ControllerGroup {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ringmq"))
             .args(["controller", "-c"])
             .arg(&conf)
-            .env("RINGMQ_LOG", "info,openraft=warn")
+            .env(
+                "RINGMQ_LOG",
+                std::env::var("RINGMQ_TEST_CONTROLLER_LOG")
+                    .unwrap_or_else(|_| "info,openraft=warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .spawn()
@@ -176,7 +189,7 @@ impl Drop for ControllerGroup {
         if std::thread::panicking() {
             for i in 0..self.procs.len() {
                 let log = self.log(i);
-                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                let tail: Vec<&str> = log.lines().rev().take(LOG_TAIL_LINES).collect();
                 eprintln!("--- controller n{i} log tail ---");
                 for l in tail.iter().rev() {
                     eprintln!("{l}");
@@ -186,15 +199,114 @@ impl Drop for ControllerGroup {
     }
 }
 
+/// Something that answers requests: a plain connection, or one that follows the leader.
+pub trait Call {
+    fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand;
+}
+
+impl Call for Conn {
+    fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand {
+        Conn::call(self, cmd)
+    }
+}
+
+/// A connection that never panics: None if the peer cannot be reached or closes.
+struct TryConn {
+    stream: TcpStream,
+    buf: BytesMut,
+}
+
+impl TryConn {
+    fn connect(addr: SocketAddr) -> Option<TryConn> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(15)))
+            .ok()?;
+        stream.set_nodelay(true).ok()?;
+        Some(TryConn {
+            stream,
+            buf: BytesMut::new(),
+        })
+    }
+
+    fn call(&mut self, mut cmd: RemotingCommand) -> Option<RemotingCommand> {
+        cmd.opaque = cmd.opaque.wrapping_add(1);
+        let mut b = BytesMut::new();
+        cmd.encode(&mut b).ok()?;
+        self.stream.write_all(&b).ok()?;
+        let mut chunk = [0u8; 65536];
+        loop {
+            while let Some(f) = split_frame(&mut self.buf, 64 << 20).ok()? {
+                let r = RemotingCommand::decode(f).ok()?;
+                if r.is_response() && r.opaque == cmd.opaque {
+                    return Some(r);
+                }
+            }
+            let n = std::io::Read::read(&mut self.stream, &mut chunk).ok()?;
+            if n == 0 {
+                return None;
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
 /// CONTROLLER_GET_METADATA_INFO on one controller; None if it cannot be reached.
 pub fn metadata(addr: SocketAddr) -> Option<GetMetaDataResponseHeader> {
-    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    drop(s);
-    let mut c = Conn::connect(addr);
-    let r = c.call(RemotingCommand::new_request(
+    let r = TryConn::connect(addr)?.call(RemotingCommand::new_request(
         rq::CONTROLLER_GET_METADATA_INFO,
-    ));
+    ))?;
     GetMetaDataResponseHeader::from_command(&r).ok()
+}
+
+/// Sends each request to the current leader: when the answer is CONTROLLER_NOT_LEADER or the
+/// connection breaks, finds the leader again (1005) and resends, as a Java broker does, for
+/// up to 20 s. Only 2007 and a lost connection are retried: the request was not applied.
+pub struct LeaderConn {
+    addrs: Vec<SocketAddr>,
+    conn: Option<TryConn>,
+}
+
+impl LeaderConn {
+    pub fn new(addrs: Vec<SocketAddr>) -> LeaderConn {
+        LeaderConn { addrs, conn: None }
+    }
+
+    fn find(&self) -> Option<TryConn> {
+        let leader = self
+            .addrs
+            .iter()
+            .find(|a| metadata(**a).is_some_and(|m| m.is_leader))?;
+        TryConn::connect(*leader)
+    }
+}
+
+impl Call for LeaderConn {
+    fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if self.conn.is_none() {
+                self.conn = self.find();
+            }
+            if let Some(c) = self.conn.as_mut() {
+                match c.call(cmd.clone()) {
+                    Some(r)
+                        if r.code
+                            != ringmq::protocol::codes::response_code::CONTROLLER_NOT_LEADER =>
+                    {
+                        return r
+                    }
+                    _ => self.conn = None,
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no leader answered code {}",
+                cmd.code
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }
 
 pub fn next_id_cmd(broker_name: &str) -> RemotingCommand {
@@ -280,7 +392,10 @@ pub fn sync_state_data_cmd(names: &[&str]) -> RemotingCommand {
 }
 
 /// 1004's answer decoded: (masterBrokerId, masterEpoch, SyncStateSet).
-pub fn replica_info(c: &mut Conn, broker_name: &str) -> (Option<i64>, Option<i32>, SyncStateSet) {
+pub fn replica_info(
+    c: &mut impl Call,
+    broker_name: &str,
+) -> (Option<i64>, Option<i32>, SyncStateSet) {
     let r = c.call(replica_info_cmd(broker_name));
     assert_eq!(r.code, 0, "1004: {:?}", r.remark);
     let h = GetReplicaInfoResponseHeader::from_command(&r).unwrap();
@@ -296,6 +411,7 @@ pub struct FakeBroker {
     pub addr: SocketAddr,
     pub pushed: Receiver<RemotingCommand>,
     stop: Arc<AtomicBool>,
+    paused: Arc<AtomicBool>,
     beat: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -331,6 +447,7 @@ impl FakeBroker {
             addr,
             pushed: rx,
             stop: Arc::new(AtomicBool::new(false)),
+            paused: Arc::new(AtomicBool::new(false)),
             beat: None,
         }
     }
@@ -342,11 +459,15 @@ impl FakeBroker {
     /// Starts sending 904 every 300 ms to each of `controllers` on one connection each
     /// (reconnecting to a controller that went away), with a 2 s heartbeat timeout.
     pub fn start_heartbeats(&mut self, controllers: Vec<SocketAddr>, epoch: i32, max_offset: i64) {
-        let stop = self.stop.clone();
+        let (stop, paused) = (self.stop.clone(), self.paused.clone());
         let (name, id, addr) = (self.name.clone(), self.id, self.addr_str());
         self.beat = Some(std::thread::spawn(move || {
             let mut conns: Vec<Option<TcpStream>> = controllers.iter().map(|_| None).collect();
             while !stop.load(Ordering::SeqCst) {
+                if paused.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
                 for (i, c) in controllers.iter().enumerate() {
                     if conns[i].is_none() {
                         conns[i] = TcpStream::connect_timeout(c, Duration::from_millis(200)).ok();
@@ -378,6 +499,11 @@ impl FakeBroker {
         }));
     }
 
+    /// Stops sending heartbeats but keeps the connections open (a hung broker).
+    pub fn pause_heartbeats(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+    }
+
     /// Stops heartbeating and closes the heartbeat connections.
     pub fn stop_heartbeats(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
@@ -388,7 +514,7 @@ impl FakeBroker {
 
     /// Java's start-up sequence against the leader: 1012, 1013, 1003. Returns the register
     /// answer's header.
-    pub fn register(&mut self, leader: &mut Conn) -> RegisterBrokerToControllerResponseHeader {
+    pub fn register(&mut self, leader: &mut impl Call) -> RegisterBrokerToControllerResponseHeader {
         let r = leader.call(next_id_cmd(&self.name));
         assert_eq!(r.code, 0, "1012: {:?}", r.remark);
         let id = GetNextBrokerIdResponseHeader::from_command(&r)

@@ -44,10 +44,11 @@ struct SnapshotFile {
     data: SmData,
 }
 
+/// Snapshots live only in `snapshot.json`: the builder (a copy of this struct) writes it and
+/// `get_current_snapshot` reads it, so the two never disagree.
 pub struct StateMachine {
     shared: Shared,
     path: PathBuf,
-    current: Option<(SnapshotMeta<NodeId, Node>, Vec<u8>)>,
     snapshot_seq: u64,
 }
 
@@ -60,34 +61,33 @@ impl StateMachine {
     /// Opens the state machine at the last snapshot on disk (or empty).
     pub fn open(dir: &Path, shared: Shared) -> std::io::Result<Self> {
         let path = dir.join("snapshot.json");
-        let mut current = None;
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                let f: SnapshotFile = serde_json::from_slice(&bytes).map_err(|e| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e}"))
-                })?;
-                let data = serde_json::to_vec(&f.data).map_err(std::io::Error::other)?;
-                *shared.lock() = f.data;
-                current = Some((f.meta, data));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+        if let Some(f) = read_snapshot(&path)? {
+            *shared.lock() = f.data;
         }
         Ok(StateMachine {
             shared,
             path,
-            current,
             snapshot_seq: 0,
         })
     }
 
-    fn save(&mut self, meta: SnapshotMeta<NodeId, Node>, data: SmData) -> std::io::Result<Vec<u8>> {
+    /// Writes the snapshot file; returns the state machine's bytes (what a follower installs).
+    fn save(&self, meta: SnapshotMeta<NodeId, Node>, data: SmData) -> std::io::Result<Vec<u8>> {
         let file = SnapshotFile { meta, data };
         let bytes = serde_json::to_vec(&file).map_err(std::io::Error::other)?;
         replace_file(&self.path, &bytes)?;
-        let data = serde_json::to_vec(&file.data).map_err(std::io::Error::other)?;
-        self.current = Some((file.meta, data.clone()));
-        Ok(data)
+        serde_json::to_vec(&file.data).map_err(std::io::Error::other)
+    }
+}
+
+/// The snapshot file, if there is one; an unreadable one is an error, not an empty state.
+fn read_snapshot(path: &Path) -> std::io::Result<Option<SnapshotFile>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -148,11 +148,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.snapshot_seq += 1;
         StateMachine {
             shared: self.shared.clone(),
             path: self.path.clone(),
-            current: None,
-            snapshot_seq: self.snapshot_seq + 1,
+            snapshot_seq: self.snapshot_seq,
         }
     }
 
@@ -176,17 +176,58 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
-        if self.current.is_none() {
-            if let Ok(bytes) = std::fs::read(&self.path) {
-                if let Ok(f) = serde_json::from_slice::<SnapshotFile>(&bytes) {
-                    let data = serde_json::to_vec(&f.data).map_err(sm_err)?;
-                    self.current = Some((f.meta, data));
-                }
-            }
-        }
-        Ok(self.current.as_ref().map(|(meta, data)| Snapshot {
-            meta: meta.clone(),
-            snapshot: Box::new(Cursor::new(data.clone())),
+        let Some(f) = read_snapshot(&self.path).map_err(sm_err)? else {
+            return Ok(None);
+        };
+        let data = serde_json::to_vec(&f.data).map_err(sm_err)?;
+        Ok(Some(Snapshot {
+            meta: f.meta,
+            snapshot: Box::new(Cursor::new(data)),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::raft::Request;
+    use crate::controller::replicas::Event;
+    use openraft::CommittedLeaderId;
+
+    /// Applied events are in the snapshot written to disk, and a reopened state machine starts
+    /// from it with the same state and last applied log id.
+    #[test]
+    fn snapshot_round_trips_through_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut sm = StateMachine::open(dir.path(), Shared::default()).unwrap();
+        let event = Event::ApplyBrokerId {
+            cluster_name: "c".into(),
+            broker_name: "b".into(),
+            broker_address: "h:1".into(),
+            new_broker_id: 1,
+            register_check_code: "h:1;0".into(),
+        };
+        let e = Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 0), 1),
+            payload: EntryPayload::Normal(Request {
+                events: vec![event],
+            }),
+        };
+        rt.block_on(sm.apply(vec![e])).unwrap();
+        let mut builder = rt.block_on(sm.get_snapshot_builder());
+        let snap = rt.block_on(builder.build_snapshot()).unwrap();
+        assert_eq!(snap.meta.last_log_id.map(|l| l.index), Some(1));
+        // The state machine serves the snapshot its builder just wrote (to a lagging follower).
+        let current = rt.block_on(sm.get_current_snapshot()).unwrap().unwrap();
+        assert_eq!(current.meta, snap.meta);
+        assert_eq!(current.snapshot.get_ref(), snap.snapshot.get_ref());
+        let shared = Shared::default();
+        let _sm2 = StateMachine::open(dir.path(), shared.clone()).unwrap();
+        let d = shared.lock();
+        assert_eq!(d.last_applied.map(|l| l.index), Some(1));
+        assert_eq!(d.replicas.next_broker_id("b"), 2);
     }
 }
