@@ -73,6 +73,11 @@ struct BrokerArgs {
 struct ServeArgs {
     #[arg(long, default_value = "0.0.0.0:9876")]
     namesrv_listen: SocketAddr,
+    /// Also run a controller in this process, configured by this controller.conf (Java's
+    /// `enableControllerInNamesrv`); the broker then runs in controller mode with it as its
+    /// controller (`enableControllerMode=true`, `controllerAddr`), unless `-o` says otherwise.
+    #[arg(long)]
+    controller_config: Option<PathBuf>,
     #[command(flatten)]
     broker: BrokerArgs,
 }
@@ -185,7 +190,23 @@ fn run(cli: Cli) -> Result<(), String> {
             wait_for_signal();
             b.shutdown().map_err(|e| e.to_string())
         }
-        Cmd::Serve(a) => {
+        Cmd::Serve(mut a) => {
+            let controller = match &a.controller_config {
+                Some(path) => {
+                    let cc = ringmq::controller::ControllerConfig::from_file(path)
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    let c = ringmq::controller::start_controller(cc)?;
+                    // Placed first, so the caller's own `-o` options still win.
+                    a.broker
+                        .options
+                        .insert(0, format!("controllerAddr={}", c.addr));
+                    a.broker
+                        .options
+                        .insert(0, "enableControllerMode=true".into());
+                    Some(c)
+                }
+                None => None,
+            };
             let mut cfg = broker_config(&a.broker)?;
             let kv = cfg
                 .store
@@ -208,7 +229,10 @@ fn run(cli: Cli) -> Result<(), String> {
                     "not yet registered with the name server; clients may not find routes"
                 );
             }
-            // Tests and scripts read these two lines to find ephemeral ports.
+            // Tests and scripts read these lines to find ephemeral ports.
+            if let Some(c) = &controller {
+                println!("controller listening on {}", c.addr);
+            }
             println!("namesrv listening on {}", ns.addr);
             println!("broker listening on {}", b.listen_addr);
             if let Some(ha) = b.ha_addr {
@@ -217,6 +241,9 @@ fn run(cli: Cli) -> Result<(), String> {
             wait_for_signal();
             let res = b.shutdown().map_err(|e| e.to_string());
             ns.shutdown();
+            if let Some(c) = controller {
+                c.shutdown();
+            }
             res
         }
     }

@@ -68,7 +68,10 @@ fn clients_follow_the_new_master() {
             let producer = fast_producer(&ns2).await;
             let started = Instant::now();
             while acked.len() < 200 {
-                assert!(started.elapsed() < Duration::from_secs(30), "no route to the first master");
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "no route to the first master"
+                );
                 let body = format!("before-{}", acked.len());
                 if send_ok(&producer, &topic2, &body).await {
                     acked.push(body);

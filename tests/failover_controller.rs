@@ -236,11 +236,20 @@ fn a_killed_master_is_replaced_and_loses_nothing() {
         for b in c.brokers.iter().filter(|b| b.node.is_running()) {
             let deadline = Instant::now() + Duration::from_secs(10);
             while max_phy(b.addr) != Some(want) {
-                assert!(Instant::now() < deadline, "round {round}: {} lags\n{}", b.node.name, c.logs());
+                assert!(
+                    Instant::now() < deadline,
+                    "round {round}: {} lags\n{}",
+                    b.node.name,
+                    c.logs()
+                );
                 std::thread::sleep(Duration::from_millis(50));
             }
             let have = bodies(b.addr);
-            let missing: Vec<_> = acked.iter().filter(|k| !have.contains_key(*k)).take(5).collect();
+            let missing: Vec<_> = acked
+                .iter()
+                .filter(|k| !have.contains_key(*k))
+                .take(5)
+                .collect();
             assert!(
                 missing.is_empty(),
                 "round {round}: acknowledged but not on {}: {missing:?}\n{}",
@@ -248,9 +257,16 @@ fn a_killed_master_is_replaced_and_loses_nothing() {
                 c.logs()
             );
             let twice: Vec<_> = have.iter().filter(|(_, n)| **n > 1).take(5).collect();
-            assert!(twice.is_empty(), "round {round}: stored twice on {}: {twice:?}", b.node.name);
+            assert!(
+                twice.is_empty(),
+                "round {round}: stored twice on {}: {twice:?}",
+                b.node.name
+            );
         }
-        println!("round {round}: {} acknowledged so far, all on both survivors", acked.len());
+        println!(
+            "round {round}: {} acknowledged so far, all on both survivors",
+            acked.len()
+        );
         // The dead rejoin: the old master as a slave, the controller too.
         for i in 0..c.controllers.ports.len() {
             if !c.controllers.is_running(i) {

@@ -475,15 +475,25 @@ async fn change_to_master(
         runtime::sleep(Duration::from_millis(1)).await;
     }
     let end = s0.ctx.writer.max_phy_offset();
-    // Java's order: epochs from this one on are dropped, then this epoch starts at the log's
-    // end. An earlier epoch that holds no bytes is dropped too (Java would keep it and fail
-    // to append, leaving this epoch's bytes under the old number).
+    // The epoch starts at the log's end. An earlier epoch that holds no bytes is dropped
+    // (Java would keep it and fail to append, leaving this epoch's bytes under the old number).
+    // A broker that was already this epoch's master (restarted, and still master) keeps its
+    // entry: Java cuts it and appends it again at the log's end, which leaves the bytes
+    // written before the restart in no epoch. A newer epoch on file than the controller's is
+    // refused, as in Java.
     let new_epoch = epoch.max(0) as u32;
     let mut cache = r.epochs.borrow().clone();
     // The epoch file is written (and fsynced) off this core.
     let recorded = runtime::spawn_blocking(move || {
-        if cache.last_epoch().is_some_and(|last| last >= new_epoch) {
-            cache.truncate_suffix_by_epoch(new_epoch)?;
+        match cache.last_epoch() {
+            Some(last) if last == new_epoch => return Ok(cache),
+            Some(last) if last > new_epoch => {
+                return Err(crate::store::StoreError::Invalid(format!(
+                    "the epoch file already holds epoch {last}, newer than the controller's \
+                     {new_epoch}"
+                )))
+            }
+            _ => {}
         }
         if let Some(last) = cache.last_entry().filter(|l| l.start_offset >= end) {
             cache.truncate_suffix_by_epoch(last.epoch)?;
