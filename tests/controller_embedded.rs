@@ -7,9 +7,9 @@
 mod raw_support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use raw_support::controller::free_ports;
@@ -24,10 +24,7 @@ use ringmq::protocol::RemotingCommand;
 
 /// Starts `serve` with its embedded controller; returns the child, the broker's address and its
 /// HA address.
-fn serve_ha(
-    dir: &std::path::Path,
-    port: u16,
-) -> (std::process::Child, SocketAddr, SocketAddr) {
+fn serve_ha(dir: &std::path::Path, port: u16) -> (std::process::Child, SocketAddr, SocketAddr) {
     let conf = dir.join("controller.conf");
     std::fs::write(
         &conf,
@@ -71,7 +68,11 @@ fn serve_ha(
             break;
         }
     }
-    (child, broker.expect("broker address"), ha.expect("ha address"))
+    (
+        child,
+        broker.expect("broker address"),
+        ha.expect("ha address"),
+    )
 }
 
 fn serve(dir: &std::path::Path, port: u16) -> (std::process::Child, SocketAddr) {
@@ -165,23 +166,39 @@ fn bad_peers_change_nothing() {
         }
     };
     assert!(max > 0);
-    assert_eq!((epochs.len(), epochs[0].epoch, epochs[0].start_offset), (1, 1, 0));
+    assert_eq!(
+        (epochs.len(), epochs[0].epoch, epochs[0].start_offset),
+        (1, 1, 0)
+    );
     s.write_all(&encode_ack(0)).unwrap();
     let header = loop {
-        if let Some((MasterMessage::Transfer(h), _)) = decode_master_message(&got, 1 << 22).unwrap() {
+        if let Some((MasterMessage::Transfer(h), _)) = decode_master_message(&got, 1 << 22).unwrap()
+        {
             break h;
         }
         let n = s.read(&mut buf).expect("a transfer");
         assert!(n > 0, "closed before the first transfer");
         got.extend_from_slice(&buf[..n]);
     };
-    assert_eq!((header.offset, header.epoch, header.epoch_start_offset), (0, 1, 0));
+    assert_eq!(
+        (header.offset, header.epoch, header.epoch_start_offset),
+        (0, 1, 0)
+    );
     assert!(header.body_size > 0);
     drop(s);
     // Bad peers.
-    assert!(closed_after(ha, &[0, 0, 0, 9, 1, 2, 3, 4, 5, 6, 7, 8]), "garbage kept open");
-    assert!(closed_after(ha, &encode_ack(0)), "an ack before the handshake kept open");
-    assert!(closed_after(ha, &hs.encode()[..10]), "half a handshake kept open");
+    assert!(
+        closed_after(ha, &[0, 0, 0, 9, 1, 2, 3, 4, 5, 6, 7, 8]),
+        "garbage kept open"
+    );
+    assert!(
+        closed_after(ha, &encode_ack(0)),
+        "an ack before the handshake kept open"
+    );
+    assert!(
+        closed_after(ha, &hs.encode()[..10]),
+        "half a handshake kept open"
+    );
     let mut past = hs.encode().to_vec();
     past.extend_from_slice(&encode_ack(i64::MAX as u64 / 2));
     assert!(closed_after(ha, &past), "an ack past the end kept open");
@@ -196,12 +213,18 @@ fn bad_peers_change_nothing() {
     }
     .write_to(&mut stale);
     c.call(stale);
-    c.call(RemotingCommand::new_request(request_code::NOTIFY_BROKER_ROLE_CHANGED).with_body(&b"{garbage"[..]));
+    c.call(
+        RemotingCommand::new_request(request_code::NOTIFY_BROKER_ROLE_CHANGED)
+            .with_body(&b"{garbage"[..]),
+    );
     assert_eq!(
-        c.call(send_cmd("EmbeddedTopic", 0, b"still master", "")).code,
+        c.call(send_cmd("EmbeddedTopic", 0, b"still master", ""))
+            .code,
         response_code::SUCCESS
     );
-    let r = c.call(RemotingCommand::new_request(request_code::GET_BROKER_EPOCH_CACHE));
+    let r = c.call(RemotingCommand::new_request(
+        request_code::GET_BROKER_EPOCH_CACHE,
+    ));
     let cache: EpochEntryCache = from_json(&r.body).unwrap();
     assert_eq!((cache.broker_id, cache.epoch_list.len()), (1, 1));
     child.kill().unwrap();

@@ -17,7 +17,7 @@ use ringmq::protocol::codes::{request_code, response_code};
 use ringmq::protocol::headers::GetReplicaInfoResponseHeader;
 use ringmq::protocol::RemotingCommand;
 
-use crate::raw_support::controller::{free_ports, metadata, ControllerGroup};
+use crate::raw_support::controller::{free_ports, metadata, ringmq_bin, ControllerGroup};
 use crate::raw_support::proxy::Proxy;
 use crate::raw_support::Conn;
 
@@ -176,12 +176,12 @@ pub struct Node {
 impl Node {
     fn spawn(&mut self) {
         assert!(self.child.is_none(), "{} is already running", self.name);
-        let ringmq = env!("CARGO_BIN_EXE_ringmq");
+        let ringmq = ringmq_bin();
         let mut cmd = match &self.netns {
             // `ip netns exec` execs ringmq in place: the child's pid is ringmq's.
             Some(ns) => {
                 let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns, ringmq]);
+                c.args(["netns", "exec", ns, &ringmq]);
                 c
             }
             None => Command::new(ringmq),

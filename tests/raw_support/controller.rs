@@ -22,6 +22,12 @@ use ringmq::protocol::RemotingCommand;
 
 use super::Conn;
 
+/// The ringmq binary the controller-mode tests run: this build's, or `RINGMQ_TEST_BIN` (the
+/// failover benchmark points it at a release build).
+pub fn ringmq_bin() -> String {
+    std::env::var("RINGMQ_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_ringmq").to_string())
+}
+
 /// `n` loopback ports free right now (bound, read, released).
 pub fn free_ports(n: usize) -> Vec<u16> {
     let ls: Vec<TcpListener> = (0..n)
@@ -101,7 +107,7 @@ impl ControllerGroup {
             .append(true)
             .open(self.dir.path().join(format!("c{i}.log")))
             .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        let mut child = Command::new(ringmq_bin())
             .args(["controller", "-c"])
             .arg(&conf)
             .env(
