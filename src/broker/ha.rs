@@ -17,7 +17,6 @@
 
 use std::future::poll_fn;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -25,7 +24,9 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 
 use crate::broker::group_transfer::{GroupCommitRequest, MAX_SLAVES};
-use crate::broker::ha_watch::{publish_hub, stalled, PublishWatch};
+use crate::broker::ha_watch::{
+    idle, publish_hub, read_available, send_heartbeat, send_run, PublishWatch,
+};
 use crate::broker::shard::Shard;
 use crate::protocol::ha::{encode_transfer_header, last_report, REPORT_LEN};
 use crate::runtime;
@@ -88,18 +89,8 @@ struct Reports {
 impl Reports {
     /// Takes whatever the socket holds now. `Err` when the slave closed or flooded.
     fn poll(&mut self, stream: &Stream) -> Ended {
-        loop {
-            match stream.try_read_buf(&mut self.buf, 4096) {
-                None => break,
-                Some(Ok(0)) => return Err("the slave closed the connection".into()),
-                Some(Ok(_)) => {
-                    self.last_read = Instant::now();
-                    if self.buf.len() > REPORT_BUFFER_MAX {
-                        return Err("the slave sent more than reports".into());
-                    }
-                }
-                Some(Err(e)) => return Err(format!("read error: {e}")),
-            }
+        if read_available(stream, &mut self.buf, REPORT_BUFFER_MAX)? {
+            self.last_read = Instant::now();
         }
         if let Some((offset, used)) = last_report(&self.buf) {
             self.newest = Some(offset);
@@ -199,25 +190,8 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
         if next < max {
             let seg_end = (next / segment + 1) * segment;
             let len = (max.min(seg_end).min(next + batch) - next) as u32;
-            let range = shard
-                .reader()
-                .locate(next, len)
-                .map_err(|e| format!("cannot read the commit log at {next}+{len}: {e}"))?;
-            // A slave that stops reading stalls these writes: it is dropped after
-            // `haHousekeepingInterval`, as one that stops reporting is.
-            let sent = runtime::timeout(housekeeping, async {
-                stream
-                    .write_all_more(&encode_transfer_header(next, len))
-                    .await?;
-                stream
-                    .sendfile_all(range.file.as_raw_fd(), range.offset, len as usize, &|| {
-                        range.is_live()
-                    })
-                    .await
-            })
-            .await
-            .ok_or_else(|| stalled(housekeeping))?;
-            sent.map_err(|e| format!("write error: {e}"))?;
+            let header = encode_transfer_header(next, len);
+            send_run(shard, &mut stream, &header, next, len, housekeeping).await?;
             next += len as u64;
             second.1 += len as u64;
             slot.sending_from(next);
@@ -225,29 +199,15 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
             continue;
         }
         if last_write.elapsed() >= heartbeat {
-            runtime::timeout(
-                housekeeping,
-                stream.write_all(&encode_transfer_header(next, 0)),
-            )
-            .await
-            .ok_or_else(|| stalled(housekeeping))?
-            .map_err(|e| format!("write error: {e}"))?;
+            send_heartbeat(&mut stream, &encode_transfer_header(next, 0), housekeeping).await?;
             last_write = Instant::now();
         }
         // Sleep until the slave reports, the writer publishes past `next`, or a heartbeat or
         // the housekeeping deadline is due.
         let due = heartbeat
             .saturating_sub(last_write.elapsed())
-            .min(housekeeping.saturating_sub(quiet))
-            .max(Duration::from_millis(1));
-        let woken = futures_lite::future::or(
-            async {
-                // An error shows in the next `poll`.
-                let _ = stream.readable().await;
-            },
-            watch.past(&shard.ctx.writer, next),
-        );
-        let _ = runtime::timeout(due, woken).await;
+            .min(housekeeping.saturating_sub(quiet));
+        idle(&stream, watch, shard, next, due).await;
     }
 }
 

@@ -13,14 +13,15 @@
 //! master it was when the connection began.
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 
 use crate::broker::group_transfer::MAX_SLAVES;
-use crate::broker::ha_watch::{stalled, PublishWatch};
+use crate::broker::ha_watch::{
+    idle, read_available, send_heartbeat, send_run, stalled, PublishWatch,
+};
 use crate::broker::replicas::{self, Replicas};
 use crate::broker::role::from_mask;
 use crate::broker::shard::Shard;
@@ -50,18 +51,8 @@ struct FromSlave {
 impl FromSlave {
     /// Takes whatever the socket holds now and parses every whole message.
     fn poll(&mut self, stream: &Stream) -> Ended {
-        loop {
-            match stream.try_read_buf(&mut self.buf, 4096) {
-                None => break,
-                Some(Ok(0)) => return Err("the slave closed the connection".into()),
-                Some(Ok(_)) => {
-                    self.last_read = Instant::now();
-                    if self.buf.len() > READ_BUFFER_MAX {
-                        return Err("the slave sent more than acknowledgements".into());
-                    }
-                }
-                Some(Err(e)) => return Err(format!("read error: {e}")),
-            }
+        if read_available(stream, &mut self.buf, READ_BUFFER_MAX)? {
+            self.last_read = Instant::now();
         }
         while let Some((m, used)) = decode_slave_message(&self.buf)? {
             self.buf.advance(used);
@@ -241,10 +232,6 @@ pub async fn transfer(
             let seg_end = (next / segment + 1) * segment;
             let end = max.min(seg_end).min(next + batch).min(e.end_offset);
             let len = (end - next) as u32;
-            let range = shard
-                .reader()
-                .locate(next, len)
-                .map_err(|e| format!("cannot read the commit log at {next}+{len}: {e}"))?;
             let header = TransferHeader {
                 body_size: len as i32,
                 offset: next as i64,
@@ -252,17 +239,15 @@ pub async fn transfer(
                 epoch_start_offset: e.start_offset as i64,
                 confirm_offset: confirm as i64,
             };
-            let sent = runtime::timeout(housekeeping, async {
-                stream.write_all_more(&header.encode()).await?;
-                stream
-                    .sendfile_all(range.file.as_raw_fd(), range.offset, len as usize, &|| {
-                        range.is_live()
-                    })
-                    .await
-            })
-            .await
-            .ok_or_else(|| stalled(housekeeping))?;
-            sent.map_err(|e| format!("write error: {e}"))?;
+            send_run(
+                shard,
+                &mut stream,
+                &header.encode(),
+                next,
+                len,
+                housekeeping,
+            )
+            .await?;
             next += len as u64;
             sent_up_to = max;
             second.1 += len as u64;
@@ -279,23 +264,13 @@ pub async fn transfer(
                 epoch_start_offset: e.map_or(0, |e| e.start_offset as i64),
                 confirm_offset: confirm as i64,
             };
-            runtime::timeout(housekeeping, stream.write_all(&header.encode()))
-                .await
-                .ok_or_else(|| stalled(housekeeping))?
-                .map_err(|e| format!("write error: {e}"))?;
+            send_heartbeat(&mut stream, &header.encode(), housekeeping).await?;
             last_write = Instant::now();
         }
         let due = heartbeat
             .saturating_sub(last_write.elapsed())
-            .min(housekeeping.saturating_sub(quiet))
-            .max(Duration::from_millis(1));
-        let woken = futures_lite::future::or(
-            async {
-                let _ = stream.readable().await;
-            },
-            watch.past(&shard.ctx.writer, next),
-        );
-        let _ = runtime::timeout(due, woken).await;
+            .min(housekeeping.saturating_sub(quiet));
+        idle(&stream, watch, shard, next, due).await;
     }
 }
 

@@ -1,7 +1,8 @@
 //! What a master's HA connections (classic and AutoSwitch) share on shard 0: the wait for the
 //! writer to publish more of the commit log ([`PublishWatch`], fed by one [`publish_hub`] task
-//! that registers with the writer only while a connection waits), and the error a stalled
-//! slave ends with.
+//! that registers with the writer only while a connection waits), reading what a slave sent,
+//! sending a run of the commit log by sendfile or a heartbeat with every write bounded, and
+//! sleeping until there is something to do.
 
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
@@ -9,7 +10,13 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
+use std::os::fd::AsRawFd;
+
+use bytes::BytesMut;
+
 use crate::broker::shard::Shard;
+use crate::runtime;
+use crate::runtime::net::Stream;
 use crate::writer::WriterSender;
 
 /// Shard 0's HA connections waiting for the writer to publish more of the commit log. The
@@ -79,4 +86,75 @@ pub async fn publish_hub(shard: Rc<Shard>, watch: Rc<PublishWatch>) {
 
 pub fn stalled(housekeeping: Duration) -> String {
     format!("the slave read nothing for {} ms", housekeeping.as_millis())
+}
+
+/// Reads whatever the slave's socket holds now into `buf`; true when something arrived. `Err`
+/// when the slave closed, failed, or sent more than `max` unread bytes.
+pub fn read_available(stream: &Stream, buf: &mut BytesMut, max: usize) -> Result<bool, String> {
+    let mut any = false;
+    loop {
+        match stream.try_read_buf(buf, 4096) {
+            None => return Ok(any),
+            Some(Ok(0)) => return Err("the slave closed the connection".into()),
+            Some(Ok(_)) => {
+                any = true;
+                if buf.len() > max {
+                    return Err("the slave sent more than the protocol's messages".into());
+                }
+            }
+            Some(Err(e)) => return Err(format!("read error: {e}")),
+        }
+    }
+}
+
+/// Writes `header`, then the commit log's `len` bytes from `next` straight from the segment
+/// file (sendfile). A slave that stops reading stalls these writes: it is dropped after
+/// `housekeeping`, as one that stops reporting is.
+pub async fn send_run(
+    shard: &Shard,
+    stream: &mut Stream,
+    header: &[u8],
+    next: u64,
+    len: u32,
+    housekeeping: Duration,
+) -> Result<(), String> {
+    let range = shard
+        .reader()
+        .locate(next, len)
+        .map_err(|e| format!("cannot read the commit log at {next}+{len}: {e}"))?;
+    runtime::timeout(housekeeping, async {
+        stream.write_all_more(header).await?;
+        stream
+            .sendfile_all(range.file.as_raw_fd(), range.offset, len as usize, &|| {
+                range.is_live()
+            })
+            .await
+    })
+    .await
+    .ok_or_else(|| stalled(housekeeping))?
+    .map_err(|e| format!("write error: {e}"))
+}
+
+/// Writes a heartbeat (`header` alone), bounded by `housekeeping`.
+pub async fn send_heartbeat(
+    stream: &mut Stream,
+    header: &[u8],
+    housekeeping: Duration,
+) -> Result<(), String> {
+    runtime::timeout(housekeeping, stream.write_all(header))
+        .await
+        .ok_or_else(|| stalled(housekeeping))?
+        .map_err(|e| format!("write error: {e}"))
+}
+
+/// Sleeps until the slave sends something, the writer publishes past `next`, or `due` passes.
+pub async fn idle(stream: &Stream, watch: &PublishWatch, shard: &Shard, next: u64, due: Duration) {
+    let woken = futures_lite::future::or(
+        async {
+            // An error shows in the next read.
+            let _ = stream.readable().await;
+        },
+        watch.past(&shard.ctx.writer, next),
+    );
+    let _ = runtime::timeout(due.max(Duration::from_millis(1)), woken).await;
 }
