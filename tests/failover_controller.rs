@@ -411,3 +411,41 @@ fn a_partitioned_master_stops_acknowledging() {
     );
     assert!(ours.len() >= end && theirs.len() >= end && ours[..end] == theirs[..end]);
 }
+
+/// The SyncStateSet follows the slaves: one that dies leaves it (the master proposes the smaller
+/// set, the controller records it in a new epoch); an `allAckInSyncStateSet` send made right
+/// after the death is answered only once the smaller set is on record, never on the word of the
+/// survivors alone while the dead slave still counts; restarted, the slave joins again.
+#[test]
+fn the_sync_state_set_shrinks_and_grows() {
+    let mut c = Cluster::start(3, &[], Net::Loopback);
+    let m = c.wait_for_master(3, Duration::from_secs(30));
+    create_topic(&c);
+    let master = c.brokers[m].addr;
+    let gone = (m + 1) % 3;
+    let (_, _, _, before) = c.replica_info().unwrap();
+    assert_eq!(before.sync_state_set.len(), 3);
+    c.brokers[gone].node.kill9();
+    let killed = Instant::now();
+    assert_eq!(
+        send(master, "right-after"),
+        Some(response_code::SUCCESS),
+        "{}",
+        c.logs()
+    );
+    let waited = killed.elapsed();
+    let (_, _, _, after) = c.replica_info().unwrap();
+    assert_eq!(
+        after.sync_state_set.len(),
+        2,
+        "acknowledged before the set shrank: {after:?}"
+    );
+    assert!(after.sync_state_set_epoch > before.sync_state_set_epoch);
+    println!(
+        "the send after the kill waited {} ms for the set to shrink",
+        waited.as_millis()
+    );
+    c.brokers[gone].node.restart();
+    c.wait_for_master(3, Duration::from_secs(30));
+    assert_eq!(send(master, "after-rejoin"), Some(response_code::SUCCESS));
+}

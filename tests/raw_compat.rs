@@ -376,7 +376,7 @@ fn default_broker_ip_and_ignored_keys_warning() {
             "-o",
             "aclEnable=true",
             "-o",
-            "enableControllerMode=true",
+            "enableDLegerCommitLog=true",
             "-o",
             "noSuchKey=1",
         ])
@@ -408,7 +408,7 @@ fn default_broker_ip_and_ignored_keys_warning() {
         .find(|l| l.contains("configuration keys ignored"))
         .expect("a warning about ignored keys");
     assert!(
-        warning.contains("not implemented by ringmq: aclEnable, enableControllerMode"),
+        warning.contains("not implemented by ringmq: aclEnable, enableDLegerCommitLog"),
         "{warning}"
     );
     assert!(warning.contains("unknown: noSuchKey"), "{warning}");

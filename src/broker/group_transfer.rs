@@ -166,7 +166,9 @@ impl SlaveAcks {
         moved.swap(false, Ordering::AcqRel)
     }
 
-    fn wake_all(&self) {
+    /// Wakes every shard's group-transfer task to look again (an acknowledgement moved, or the
+    /// set of copies a send waits for changed).
+    pub fn wake_all(&self) {
         for (w, moved) in &self.shards {
             moved.store(true, Ordering::Release);
             w.wake();

@@ -451,6 +451,7 @@ async fn apply_one(s0: &Rc<Shard>, r: &Rc<Replicas>, d: Decision) {
         let (_, ss_epoch) = role.sync_state_set();
         if !role.is_slave() && d.sync_state_set_epoch > ss_epoch && !r.proposing.get() {
             role.set_sync_state_set(d.sync_state_set.iter().copied(), d.sync_state_set_epoch);
+            s0.ctx.slave_acks.wake_all();
         }
         return;
     }
@@ -513,6 +514,7 @@ async fn change_to_master(
     s0.ctx
         .role
         .set_sync_state_set(set.iter().copied(), ss_epoch);
+    s0.ctx.slave_acks.wake_all();
     s0.meta_mut().topics_version.state_version = epoch as i64;
     s0.ctx.role.become_master(epoch);
     r.notify_changed();
@@ -558,6 +560,7 @@ pub async fn check_sync_state_set(s0: &Rc<Shard>, r: &Rc<Replicas>, joined: Opti
     s0.ctx
         .role
         .set_sync_state_set(have.union(&want).copied(), ss_epoch);
+    s0.ctx.slave_acks.wake_all();
     let result = alter_sync_state_set(s0, r, &want, ss_epoch).await;
     match result {
         Ok(new_epoch) => {
@@ -565,12 +568,14 @@ pub async fn check_sync_state_set(s0: &Rc<Shard>, r: &Rc<Replicas>, joined: Opti
             s0.ctx
                 .role
                 .set_sync_state_set(want.iter().copied(), new_epoch);
+            s0.ctx.slave_acks.wake_all();
         }
         Err(e) => {
             tracing::warn!(set = ?want, error = %e, "the controller refused the SyncStateSet");
             s0.ctx
                 .role
                 .set_sync_state_set(have.iter().copied(), ss_epoch);
+            s0.ctx.slave_acks.wake_all();
         }
     }
     r.proposing.set(false);
