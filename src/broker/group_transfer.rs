@@ -74,6 +74,7 @@ impl SlaveAcks {
                     SlaveSlot {
                         acks: self.clone(),
                         index: i,
+                        window: Cell::new((Instant::now(), 0)),
                     }
                 })
         })
@@ -180,6 +181,8 @@ impl SlaveAcks {
 pub struct SlaveSlot {
     acks: Arc<SlaveAcks>,
     index: usize,
+    /// The current second's start and the bytes sent in it (owned by the connection's task).
+    window: Cell<(Instant, u64)>,
 }
 
 /// One connected slave as [`SlaveAcks::slaves`] lists it.
@@ -228,9 +231,33 @@ impl SlaveSlot {
         self.acks.next[self.index].store(next, Ordering::Release);
     }
 
-    /// The bytes sent to this slave in the last whole second.
-    pub fn sent_per_second(&self, bytes: u64) {
-        self.acks.bytes_per_s[self.index].store(bytes, Ordering::Release);
+    /// `bytes` more sent to this slave: counted in the current second, which is published as
+    /// the slave's bytes per second once it is whole.
+    pub fn sent(&self, bytes: u64) {
+        let (start, n) = self.window.get();
+        self.window.set((start, n + bytes));
+        self.tick();
+    }
+
+    /// Publishes the last second's count once a second has passed.
+    pub fn tick(&self) {
+        let (start, n) = self.window.get();
+        if start.elapsed() >= std::time::Duration::from_secs(1) {
+            self.acks.bytes_per_s[self.index].store(n, Ordering::Release);
+            self.window.set((Instant::now(), 0));
+        }
+    }
+
+    /// A report from the slave that it holds the commit log up to `reported`; refused when that
+    /// is past `max`, this master's end (a peer cannot make a send look replicated).
+    pub fn report(&self, reported: i64, max: u64) -> Result<u64, String> {
+        if reported < 0 || reported as u64 > max {
+            return Err(format!(
+                "the slave reports offset {reported}, past this master's end {max}"
+            ));
+        }
+        self.ack(reported as u64);
+        Ok(reported as u64)
     }
 
     /// The slave reports it holds the commit log up to `offset`.

@@ -154,8 +154,6 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
         .ok_or_else(|| format!("this master already serves {MAX_SLAVES} slaves"))?;
     slot.ack(requested as u64);
     slot.sending_from(next);
-    // Bytes sent in the current second, reported once it is whole.
-    let mut second = (Instant::now(), 0u64);
     tracing::info!(
         from = next,
         slave_reported = requested,
@@ -167,18 +165,10 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
             return Ok(());
         }
         reports.poll(&stream)?;
-        if second.0.elapsed() >= Duration::from_secs(1) {
-            slot.sent_per_second(second.1);
-            second = (Instant::now(), 0);
-        }
+        slot.tick();
         let max = shard.ctx.writer.max_phy_offset();
         if let Some(acked) = reports.newest.take() {
-            if acked < 0 || acked as u64 > max {
-                return Err(format!(
-                    "the slave reports offset {acked}, past this master's end {max}"
-                ));
-            }
-            slot.ack(acked as u64);
+            slot.report(acked, max)?;
         }
         let quiet = reports.last_read.elapsed();
         if quiet > housekeeping {
@@ -193,7 +183,7 @@ async fn transfer(shard: &Rc<Shard>, mut stream: Stream, watch: &PublishWatch) -
             let header = encode_transfer_header(next, len);
             send_run(shard, &mut stream, &header, next, len, housekeeping).await?;
             next += len as u64;
-            second.1 += len as u64;
+            slot.sent(len as u64);
             slot.sending_from(next);
             last_write = Instant::now();
             continue;

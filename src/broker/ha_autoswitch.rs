@@ -181,7 +181,6 @@ pub async fn transfer(
         epoch = epoch_at_start,
         "AutoSwitch HA transfer starts"
     );
-    let mut second = (Instant::now(), 0u64);
     let mut last_write = Instant::now();
     // The master's end when the last transfer was sent: an acknowledgement of it means the
     // slave caught up.
@@ -194,21 +193,13 @@ pub async fn transfer(
             return Err("this broker is no longer the master of the epoch it served".into());
         }
         from.poll(&stream)?;
-        if second.0.elapsed() >= Duration::from_secs(1) {
-            slot.sent_per_second(second.1);
-            second = (Instant::now(), 0);
-        }
+        slot.tick();
         let max = shard.ctx.writer.max_phy_offset();
         if let Some(acked) = from.newest.take() {
-            if acked < 0 || acked as u64 > max {
-                return Err(format!(
-                    "the slave reports offset {acked}, past this master's end {max}"
-                ));
-            }
-            slot.ack(acked as u64);
-            if acked as u64 >= sent_up_to {
+            let acked = slot.report(acked, max)?;
+            if acked >= sent_up_to {
                 slot.caught_up(now_ms() as u64);
-                maybe_expand(shard, r, hs, acked as u64, max);
+                maybe_expand(shard, r, hs, acked, max);
             }
         }
         if next >= max && from.last_read.elapsed() < housekeeping {
@@ -250,7 +241,7 @@ pub async fn transfer(
             .await?;
             next += len as u64;
             sent_up_to = max;
-            second.1 += len as u64;
+            slot.sent(len as u64);
             slot.sending_from(next);
             last_write = Instant::now();
             continue;
