@@ -34,7 +34,7 @@ use crate::runtime::net::Stream;
 
 /// Unread bytes kept from a slave at most; a slave that floods is cut off.
 const READ_BUFFER_MAX: usize = 1 << 20;
-/// How long the handshake may take.
+/// How often the handshake's reads are retried while the slave is silent.
 const HANDSHAKE_POLL: Duration = Duration::from_millis(5);
 
 type Ended = Result<(), String>;
@@ -93,11 +93,7 @@ impl FromSlave {
             if self.last_read.elapsed() > housekeeping {
                 return Err("the slave did not finish its handshake".into());
             }
-            let _ = runtime::timeout(
-                HANDSHAKE_POLL.max(Duration::from_millis(1)),
-                stream.readable(),
-            )
-            .await;
+            let _ = runtime::timeout(HANDSHAKE_POLL, stream.readable()).await;
         }
     }
 }
@@ -185,6 +181,8 @@ pub async fn transfer(
     // The master's end when the last transfer was sent: an acknowledgement of it means the
     // slave caught up.
     let mut sent_up_to = next;
+    // The slave's newest acknowledgement.
+    let mut acked = requested as u64;
     loop {
         if shard.is_stopping() {
             return Ok(());
@@ -195,18 +193,16 @@ pub async fn transfer(
         from.poll(&stream)?;
         slot.tick();
         let max = shard.ctx.writer.max_phy_offset();
-        if let Some(acked) = from.newest.take() {
-            let acked = slot.report(acked, max)?;
+        if let Some(reported) = from.newest.take() {
+            acked = slot.report(reported, max)?;
             if acked >= sent_up_to {
                 slot.caught_up(now_ms() as u64);
                 maybe_expand(shard, r, hs, acked, max);
             }
         }
-        if next >= max && from.last_read.elapsed() < housekeeping {
-            // Nothing to send: as caught up as it can be.
-            if slot_acked(shard, hs.broker_id) >= max {
-                slot.caught_up(now_ms() as u64);
-            }
+        if next >= max && acked >= max && from.last_read.elapsed() < housekeeping {
+            // Nothing to send and everything acknowledged: as caught up as it can be.
+            slot.caught_up(now_ms() as u64);
         }
         let quiet = from.last_read.elapsed();
         if quiet > housekeeping {
@@ -263,19 +259,6 @@ pub async fn transfer(
             .min(housekeeping.saturating_sub(quiet));
         idle(&stream, watch, shard, next, due).await;
     }
-}
-
-/// The slave `id`'s acknowledged offset (0 when unknown).
-fn slot_acked(shard: &Shard, id: i64) -> u64 {
-    shard
-        .ctx
-        .slave_acks
-        .identified()
-        .iter()
-        .filter(|s| s.0 == id)
-        .map(|s| s.1)
-        .max()
-        .unwrap_or(0)
 }
 
 /// Java's `computeConfirmOffset`: the lowest acknowledgement of the connected SyncStateSet

@@ -138,7 +138,7 @@ async fn session(shard: &Rc<Shard>, r: &Rc<Replicas>, master: SocketAddr, epoch:
                 at = phy;
             }
             if size > 0 {
-                record_epoch(shard, r, h.epoch, h.epoch_start_offset).await?;
+                record_epoch(r, h.epoch, h.epoch_start_offset).await?;
             }
             frames.advance(used);
             pending.extend_from_slice(&frames[..size]);
@@ -225,13 +225,12 @@ async fn truncate_to_agreement(
 }
 
 /// Records that the master's bytes from `start` on belong to `epoch`, when that is new here.
-async fn record_epoch(shard: &Shard, r: &Replicas, epoch: i32, start: i64) -> Ended {
+async fn record_epoch(r: &Replicas, epoch: i32, start: i64) -> Ended {
     let epoch = u32::try_from(epoch).map_err(|_| format!("a transfer in epoch {epoch}"))?;
     let start = u64::try_from(start).map_err(|_| format!("an epoch starting at {start}"))?;
     if r.epochs.borrow().last_epoch().is_some_and(|l| l >= epoch) {
         return Ok(());
     }
-    let _ = shard;
     let mut cache = r.epochs.borrow().clone();
     let cache = runtime::spawn_blocking(move || cache.append(epoch, start).map(|()| cache))
         .await

@@ -22,7 +22,7 @@ use std::time::Duration;
 use crate::broker::error::BrokerError;
 use crate::broker::long_poll::Waiter;
 use crate::broker::register;
-use crate::broker::role::{from_mask, to_mask};
+use crate::broker::role::from_mask;
 use crate::broker::shard::Shard;
 use crate::common::now_ms;
 use crate::protocol::body::{
@@ -731,9 +731,4 @@ async fn call(
         .map_err(|e| e.to_string())?;
     r.clients.borrow_mut().insert(addr, client);
     Ok(resp)
-}
-
-/// The bit set of a SyncStateSet, for tests and the status answer.
-pub fn mask_of(set: &BTreeSet<i64>) -> u64 {
-    to_mask(set.iter().copied())
 }
