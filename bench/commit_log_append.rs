@@ -62,7 +62,7 @@ use ringmq::runtime::placement::CorePlan;
 use ringmq::store::{open, FlushDiskType, StoreConfig};
 use ringmq::writer::testkit::{append_wait, record, record_split, NullDispatcher};
 use ringmq::writer::{
-    spawn_writer, AppendRecord, AppendRequest, IndexKeys, WriterHandle, WriterParts,
+    spawn_writer, AppendRecord, AppendRequest, IndexKeys, ReplyTo, WriterHandle, WriterParts,
 };
 
 // The broker's allocator (src/main.rs): records are allocated on the appender threads and freed
@@ -227,10 +227,10 @@ fn async_rate(root: PathBuf, n: u64) -> (f64, f64) {
                 template.bytes.clone(),
             )],
             wait_flush: false,
-            reply: Box::new(move |r| {
+            reply: ReplyTo::Call(Box::new(move |r| {
                 r.expect("async append");
                 a.fetch_add(1, Ordering::Relaxed);
-            }),
+            })),
         };
         while let Err(back) = s.try_append(req) {
             req = back;
@@ -316,11 +316,11 @@ fn sync_rate_shards(
                     let mut req = AppendRequest {
                         records: vec![rec],
                         wait_flush: true,
-                        reply: Box::new(move |r| {
+                        reply: ReplyTo::Call(Box::new(move |r| {
                             r.expect("sync append");
                             let _ignored = tx.send(());
                             me.unpark();
-                        }),
+                        })),
                     };
                     while let Err(back) = s.try_append_unwoken(req) {
                         req = back;

@@ -17,7 +17,7 @@ use crate::common::now_ms;
 use crate::protocol::message::{self, MessageToStore};
 use crate::protocol::properties::{self, keys};
 use crate::store::tags_code;
-use crate::writer::{AppendOutcome, AppendRecord, AppendRequest, AppendStatus, IndexKeys};
+use crate::writer::{AppendOutcome, AppendRecord, AppendRequest, AppendStatus, IndexKeys, ReplyTo};
 
 /// Keys indexed for QUERY_MESSAGE: each space-separated KEYS entry plus UNIQ_KEY.
 pub fn index_keys(props: &[(String, String)]) -> Vec<String> {
@@ -241,25 +241,22 @@ async fn submit(
     records: Vec<AppendRecord>,
     wait_flush: bool,
 ) -> Result<AppendOutcome, BrokerError> {
-    let (tx, rx) = oneshot::channel::<Result<AppendOutcome, crate::store::StoreError>>();
+    let completions = shard.completions();
+    let token = completions.open();
     let req = AppendRequest {
         records,
         wait_flush,
-        reply: Box::new(move |r| {
-            // The receiver is gone only when the request's task was dropped (shutdown).
-            let _ = tx.send(r);
-        }),
+        reply: ReplyTo::Shard {
+            shard: shard.id as u16,
+            token,
+        },
     };
     if shard.ctx.writer.try_append_unwoken(req).is_err() {
+        completions.cancel(token);
         return Err(BrokerError::Busy);
     }
     shard.wake_writer_soon();
-    match rx.await {
-        Ok(r) => Ok(r?),
-        Err(_) => Err(BrokerError::ServiceNotAvailable(
-            "the store writer stopped".into(),
-        )),
-    }
+    Ok(completions.wait(token).await?)
 }
 
 #[cfg(test)]

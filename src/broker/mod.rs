@@ -14,6 +14,7 @@ pub mod append;
 pub mod broker2client;
 pub mod clean;
 pub mod clients;
+pub mod completion;
 pub mod error;
 pub mod group_transfer;
 pub mod ha;

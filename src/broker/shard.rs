@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::broker::completion::{CompletionQueues, ShardCompletions};
 use crate::broker::group_transfer::{GroupTransfer, SlaveAcks};
 use crate::broker::long_poll::Waiter;
 use crate::broker::metadata::topic_validator::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
@@ -23,10 +24,10 @@ use crate::broker::transaction::state::TransactionState;
 use crate::config::BrokerConfig;
 use crate::protocol::msg_id::UniqKeyGenerator;
 use crate::remoting::ConnHandle;
-use crate::runtime::{MailboxReceiver, Mesh};
+use crate::runtime::Mesh;
 use crate::store::consume_queue::{ConsumeQueue, CqUnit};
 use crate::store::reader::CommitLogReader;
-use crate::writer::{CqTruncate, DispatchRun, Dispatched, WriterSender};
+use crate::writer::{CqTruncate, DispatchRun, WriterSender};
 
 /// The shard that owns (topic, queue_id). FNV-1a over the topic, plus the queue id, so the
 /// queues of one topic spread over shards. The transaction op queue lives with the half queue,
@@ -111,9 +112,10 @@ pub struct Shard {
     subs: RefCell<Arc<SubscriptionSnapshot>>,
     /// This shard's connections by id: their outboxes and their requests awaiting answers.
     conns: RefCell<HashMap<u64, ConnHandle>>,
-    /// Units the writer published for this shard's queues, not yet applied. Apart from the
-    /// mesh mailbox so any task here can apply them before it reads a queue (`queue_bounds`).
-    dispatched: MailboxReceiver<Dispatched>,
+    /// Every shard's completion queue (this shard drains its own, see `broker::completion`).
+    completion_queues: CompletionQueues,
+    /// This shard's appends waiting for the writer, and replies held behind other shards.
+    completions: ShardCompletions,
     /// Shard 0 only: the metadata owner.
     meta: Option<RefCell<Metadata>>,
     uniq: RefCell<UniqKeyGenerator>,
@@ -148,7 +150,7 @@ impl Shard {
         subs: Arc<SubscriptionSnapshot>,
         meta: Option<Metadata>,
         delay_progress: BTreeMap<i32, i64>,
-        dispatched: MailboxReceiver<Dispatched>,
+        completion_queues: CompletionQueues,
     ) -> Shard {
         let queues = cqs
             .into_iter()
@@ -177,7 +179,8 @@ impl Shard {
             topics: RefCell::new(topics),
             subs: RefCell::new(subs),
             conns: RefCell::new(HashMap::new()),
-            dispatched,
+            completion_queues,
+            completions: ShardCompletions::default(),
             meta: meta.map(RefCell::new),
             uniq: RefCell::new(UniqKeyGenerator::new(ctx.store_host.ip())),
             delay_progress: RefCell::new(delay_progress),
@@ -232,31 +235,19 @@ impl Shard {
         owner_of(topic, queue_id, self.ctx.shard_count)
     }
 
-    /// Applies every batch of units the writer has published so far.
-    ///
-    /// The writer publishes a batch's units before it replies to the sends in it, but the
-    /// units and the reply reach this shard by different wake-ups, and glommio runs a socket's
-    /// completion before a cross-thread wake seen in the same reactor pass. So a client that
-    /// got SEND_OK may have its next pull read here before the task applying units has run.
-    /// Every read of a queue's state applies what is pending first: a pull that follows a
-    /// SEND_OK finds the message.
-    pub fn apply_dispatched(&self) {
-        while let Some(d) = self.dispatched.try_recv() {
-            self.on_dispatched(d);
-        }
+    /// Every shard's completion queue.
+    pub fn completion_queues(&self) -> &CompletionQueues {
+        &self.completion_queues
     }
 
-    /// Applies one message of the writer's dispatch mailbox.
-    pub fn on_dispatched(&self, d: Dispatched) {
-        match d {
-            Dispatched::Runs(runs) => self.on_dispatch(runs),
-            Dispatched::Truncate(cut) => self.on_truncate(cut),
-        }
+    /// This shard's appends waiting for the writer's reply.
+    pub fn completions(&self) -> &ShardCompletions {
+        &self.completions
     }
 
     /// The commit log is being truncated back to `cut.phy_offset`: every owned queue drops its
     /// units at or past it; the writer gets the files to unlink and fsync (off this core).
-    fn on_truncate(&self, cut: CqTruncate) {
+    pub fn on_truncate(&self, cut: CqTruncate) {
         let mut queues = self.queues.borrow_mut();
         let mut files = crate::store::CqCutFiles::default();
         for q in queues.values_mut() {
@@ -323,10 +314,9 @@ impl Shard {
         }
     }
 
-    /// The owned queues for reading, with every unit published so far applied first
-    /// (`apply_dispatched`): the one way queue state is read.
+    /// The owned queues for reading: every unit of every send this broker answered is here
+    /// (the completion queue applies units before the replies that follow them).
     pub fn read_queues(&self) -> std::cell::Ref<'_, QueueMap> {
-        self.apply_dispatched();
         self.queues.borrow()
     }
 
@@ -363,7 +353,6 @@ impl Shard {
     /// to which this shard's units are now durable: `None` if a flush failed, `Some(i64::MAX)`
     /// when nothing was ever dispatched here.
     pub async fn flush_queues(&self) -> Option<i64> {
-        self.apply_dispatched();
         let ts = match self.last_dispatch_ts.get() {
             0 => i64::MAX,
             t => t,
@@ -509,12 +498,6 @@ impl Shard {
 
     pub fn transaction_mut(&self) -> RefMut<'_, Option<TransactionState>> {
         self.transaction.borrow_mut()
-    }
-
-    /// The next batch of units the writer published for this shard (the applier task waits
-    /// here); `None` once the writer is gone.
-    pub async fn next_dispatched(&self) -> Option<Dispatched> {
-        self.dispatched.recv().await
     }
 
     /// The broker is shutting down: loops on this shard end.

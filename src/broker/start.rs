@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::broker::completion::{self, CompletionQueues, ShardDispatcher};
 use crate::broker::handler::BrokerHandler;
 use crate::broker::metadata::topic_validator::{SCHEDULE_TOPIC, TIMER_TOPIC};
 use crate::broker::metadata::Metadata;
@@ -32,7 +33,7 @@ use crate::runtime::net::{bind_reuseport, Listener};
 use crate::runtime::placement::CorePlan;
 use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, ShardPlacement};
 use crate::store::consume_queue::ConsumeQueue;
-use crate::writer::{self, CqTruncate, DispatchRun, Dispatched, Dispatcher, WriterHandle};
+use crate::writer::{self, WriterHandle};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -62,50 +63,11 @@ pub struct BrokerHandle {
     writer: Option<WriterHandle>,
 }
 
-/// Routes the writer's published units to the owner shards' dispatch mailboxes, and a
-/// consume-queue truncation to every shard, in the same order.
-struct ShardDispatcher {
-    senders: Vec<MailboxSender<Dispatched>>,
-}
-
-impl Dispatcher for ShardDispatcher {
-    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
-        let n = self.senders.len();
-        let mut per: Vec<Vec<DispatchRun>> = (0..n).map(|_| Vec::new()).collect();
-        for r in runs {
-            per[owner_of(&r.topic, r.queue_id, n)].push(r);
-        }
-        for (i, batch) in per.into_iter().enumerate() {
-            if batch.is_empty() {
-                continue;
-            }
-            // The writer is a plain thread: it may wait for a full shard mailbox to drain.
-            if self.senders[i]
-                .send_blocking(Dispatched::Runs(batch))
-                .is_err()
-            {
-                tracing::error!(shard = i, "shard gone; units will be rebuilt by recovery");
-            }
-        }
-    }
-
-    fn truncate(&mut self, cut: CqTruncate) {
-        let copies = cut.split(self.senders.len());
-        for (sender, c) in self.senders.iter().zip(copies) {
-            if let Err(Dispatched::Truncate(c)) = sender.send_blocking(Dispatched::Truncate(c)) {
-                c.answer(Err(crate::store::StoreError::NotWritable(
-                    "a shard is gone; its consume queues cannot be truncated".into(),
-                )));
-            }
-        }
-    }
-}
-
 /// Everything one shard needs to build its state, handed over once at start.
 struct ShardParts {
     mesh: Mesh<Shard>,
     rx: runtime::MailboxReceiver<Job<Shard>>,
-    dispatched: runtime::MailboxReceiver<Dispatched>,
+    completion_queues: CompletionQueues,
     listeners: Vec<(std::net::TcpListener, bool)>,
     /// Shard 0 of a master: the HA listener.
     ha_listener: Option<std::net::TcpListener>,
@@ -189,16 +151,13 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let store_host = cfg.store_host(listen_addr.port());
     let (meshes, receivers) = Mesh::<Shard>::new(n, SHARD_MAILBOX_CAPACITY);
     let senders: Vec<_> = (0..n).map(|i| meshes[0].sender(i)).collect();
-    let (dispatch_senders, mut dispatch_receivers): (Vec<_>, Vec<_>) =
-        (0..n).map(|_| mailbox(SHARD_MAILBOX_CAPACITY)).unzip();
+    let completion_queues = completion::completion_queues(n);
     let logics_msg_timestamp = opened.checkpoint.logics_msg_timestamp.clone();
     let (writer_parts, cqs) = writer::WriterParts::from_opened(opened);
     let writer = writer::spawn_writer(
         writer_parts,
         &store_cfg,
-        Box::new(ShardDispatcher {
-            senders: dispatch_senders,
-        }),
+        Box::new(ShardDispatcher::new(completion_queues.clone())),
     )?;
     let delay_levels = cfg.store.delay_levels.clone();
     let mut delay_split: Vec<std::collections::BTreeMap<i32, i64>> = vec![Default::default(); n];
@@ -256,7 +215,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         parts.push(Some(ShardParts {
             mesh,
             rx,
-            dispatched: dispatch_receivers.remove(0),
+            completion_queues: completion_queues.clone(),
             listeners,
             ha_listener: if i == 0 { ha_listener.take() } else { None },
             cqs,
@@ -322,14 +281,9 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         Arc::default(),
         p.meta,
         p.delay_progress,
-        p.dispatched,
+        p.completion_queues,
     ));
-    let applier = shard.clone();
-    runtime::spawn(async move {
-        while let Some(d) = applier.next_dispatched().await {
-            applier.on_dispatched(d);
-        }
-    });
+    runtime::spawn(completion::run(shard.clone()));
     // The services that store messages run on masters only, as Java starts them; in
     // controller mode they start paused and run while the broker is master.
     if !shard.ctx.role.is_slave() || shard.ctx.cfg.controller_mode.enabled {

@@ -6,7 +6,7 @@
 //!
 //! Order per topic: shard 0 drops the config (publishes, persists, re-registers); the writer
 //! forgets the queue offsets and reports back once every unit written before is dispatched
-//! (under SYNC_FLUSH behind the group commit); then every shard drops the queues and offsets
+//! (under SYNC_FLUSH behind the group commit) and applied on every shard; then every shard drops the queues and offsets
 //! it owns, wakes the pulls parked on them, and removes the queue files on a helper thread.
 //! Sends racing with the deletion may still store into the topic (and re-create it from
 //! TBW102 when auto-creation is on), as on Java.
@@ -23,6 +23,7 @@ use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::DeleteTopicRequestHeader;
 use crate::protocol::RemotingCommand;
 use crate::runtime;
+use crate::writer::ReplyTo;
 
 pub async fn delete_topic(
     shard: Rc<Shard>,
@@ -102,16 +103,23 @@ async fn delete_one(shard: &Rc<Shard>, topic: String) -> Result<(), BrokerError>
             }
         })
         .await?;
-    let (tx, rx) = oneshot::channel::<()>();
-    let done = Box::new(move || {
-        // The receiver is gone only if this request was dropped (shutdown).
-        let _ = tx.send(());
-    });
-    if !shard.ctx.writer.try_drop_topic(topic.clone(), done) {
+    // Answered once every unit written before is applied on every shard.
+    let completions = shard.completions();
+    let token = completions.open();
+    let done = ReplyTo::Shard {
+        shard: shard.id as u16,
+        token,
+    };
+    if shard
+        .ctx
+        .writer
+        .try_drop_topic(topic.clone(), done)
+        .is_err()
+    {
+        completions.cancel(token);
         return Err(BrokerError::Busy);
     }
-    rx.await
-        .map_err(|_| BrokerError::ServiceNotAvailable("the store writer stopped".into()))?;
+    completions.wait(token).await?;
     for i in 0..shard.mesh.len() {
         let t = topic.clone();
         shard
@@ -139,7 +147,6 @@ async fn delete_one(shard: &Rc<Shard>, topic: String) -> Result<(), BrokerError>
 /// all file work on a helper thread. The files move first because a queue opened again under
 /// this name (by a woken pull or a new message) loads whatever files its directory holds.
 async fn drop_owned(s: &Rc<Shard>, topic: &str) {
-    s.apply_dispatched();
     let root = s
         .ctx
         .cfg

@@ -16,7 +16,7 @@ use crate::store::fault::FaultHook;
 use crate::store::tags_code::DelayLevels;
 use crate::store::StoreError;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlushDiskType {
     AsyncFlush,
     SyncFlush,

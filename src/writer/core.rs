@@ -1,38 +1,51 @@
-//! The writer thread's loop: block for one request, drain up to the batch bound, write the
-//! batch, then complete it: under ASYNC_FLUSH publish, dispatch, reply and index right here;
-//! under SYNC_FLUSH hand it to the group-commit thread (`group_commit`) and index it once that
-//! thread reports it durable. Between batches it runs the periodic async flush, checkpoint,
-//! index checkpoint and retention (`housekeeping`), and, when asked, truncates the commit log
-//! back to an earlier record (`truncate`).
+//! The writer thread's event loop, on its own io_uring ring (`writer::ring`): take a batch from
+//! the inbox, assign offsets and write it into the mapped segment, then complete it: under
+//! ASYNC_FLUSH publish, dispatch and reply at once; under SYNC_FLUSH keep it until the
+//! fdatasync round covering it completes on the ring (`commit`). Between batches it reaps the
+//! ring, runs the periodic async flush, checkpoint, index checkpoint and retention
+//! (`housekeeping`), and, when asked, truncates the commit log back to an earlier record
+//! (`truncate`). It sleeps only in the ring: a completion, a timeout or a sender's wake ends it.
+//!
+//! Back-pressure: while the dispatcher keeps completions a shard has no room for, or too many
+//! groups wait for a sync, the writer takes no appends (its inbox fills and senders get busy)
+//! and goes on reaping; a shard that drains its queue wakes it. It never sleeps on a shard.
 //!
 //! Runs only on the "ringmq-writer" thread (see `writer/mod.rs` for the invariants).
 
+mod commit;
 mod housekeeping;
 mod truncate;
 
+pub use commit::GroupCommitStats;
+
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
 
+use self::commit::{Durable, Group, Waiter};
 use super::checkpointer::Checkpointer;
-use super::flusher::Flusher;
-use super::group_commit::{GroupCommitRequest, GroupCommitService, GroupCommitStats};
+use super::failure_log::FailureLog;
 use super::index_checkpoint::IndexCheckpoint;
+use super::ring::Ring;
 use super::{
-    replicate, AppendOutcome, AppendRecord, AppendReply, AppendRequest, AppendStatus, DispatchRun,
-    Dispatcher, Msg, Published, StartReply, WriterParts,
+    replicate, AppendOutcome, AppendRecord, AppendRequest, AppendStatus, DispatchRun, Dispatcher,
+    Msg, Published, Replies, ReplyTo, StartReply, WriterParts,
 };
 use crate::common::now_ms;
 use crate::constants::{WRITER_BATCH_MAX_BYTES, WRITER_BATCH_MAX_RECORDS};
 use crate::protocol::message;
 use crate::store::deleter::FileDeleter;
 use crate::store::files::remove_abort;
+use crate::store::warm_gate::WarmGate;
 use crate::store::{
     retention, CommitLog, CqUnit, FlushDiskType, IndexService, StoreConfig, StoreError,
 };
+
+/// How long a clean shutdown waits for the last syncs and for the shards to take the last
+/// completions.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 pub(super) struct WriterCore {
     log: CommitLog,
@@ -44,13 +57,18 @@ pub(super) struct WriterCore {
     /// Newest physic_msg_timestamp handed to the checkpointer.
     checkpoint_ts: i64,
     cfg: StoreConfig,
-    completion: Completion,
+    dispatcher: Box<dyn Dispatcher>,
     published: Arc<Published>,
-    flusher: Option<Flusher>,
+    ring: Ring,
+    /// Completions reaped from the ring (kept to reuse its allocation).
+    reaped: Vec<(u64, i32)>,
+    durable: Durable,
+    /// Told when each sync round starts and ends, so the next segment's warming writes only
+    /// while the disk is idle.
+    warm_gate: Option<Arc<WarmGate>>,
     /// SYNC_FLUSH: written requests with index keys, waiting for their covering fdatasync
-    /// (bounded by the group-commit queue: at most two queues' worth of batches in flight).
+    /// (bounded by the groups waiting for a sync).
     index_pending: VecDeque<IndexPending>,
-    async_submitted: u64,
     disk_writable: bool,
     flush_failed: bool,
     last_flush: Instant,
@@ -61,32 +79,8 @@ pub(super) struct WriterCore {
     deleter: FileDeleter,
     /// Periodically has the index synced and its timestamp checkpointed (off this thread).
     index_checkpoint: IndexCheckpoint,
-}
-
-/// Who publishes `max_phy_offset`, dispatches and replies after a batch is written: one
-/// owner per flush mode.
-enum Completion {
-    /// ASYNC_FLUSH: the writer itself, right after the write.
-    Inline(Box<dyn Dispatcher>),
-    /// SYNC_FLUSH: the group-commit thread, after the fdatasync covering the batch.
-    GroupCommit(GroupCommitService),
-}
-
-/// A batch after its write: the requests, their (phy, queue) offsets, the units to dispatch.
-struct Written {
-    reqs: Vec<AppendRequest>,
-    placed: Vec<(Vec<u64>, Vec<u64>)>,
-    units: Vec<DispatchRun>,
-    store_timestamp: i64,
-}
-
-/// Every request gets (a copy of) `e`.
-fn fail_requests(reqs: Vec<AppendRequest>, e: StoreError) {
-    let template = replicate(&e);
-    let mut first = Some(e);
-    for req in reqs {
-        (req.reply)(Err(first.take().unwrap_or_else(|| replicate(&template))));
-    }
+    /// Failed batches, said once and then counted.
+    failures: FailureLog,
 }
 
 /// Records of one written SYNC_FLUSH batch to index once `upto_phy` is durable (bodies dropped).
@@ -128,6 +122,7 @@ impl WriterCore {
         cfg: StoreConfig,
         dispatcher: Box<dyn Dispatcher>,
         published: Arc<Published>,
+        ring: Ring,
     ) -> Result<Self, StoreError> {
         let mut queue_offsets: hashbrown::HashMap<String, hashbrown::HashMap<u32, u64>> =
             hashbrown::HashMap::new();
@@ -135,25 +130,16 @@ impl WriterCore {
             queue_offsets.entry(topic).or_default().insert(qid, next);
         }
         let log = &parts.commit_log;
-        let spawn_err = |e| StoreError::io(&cfg.store_path_root_dir, e);
-        let (flusher, completion) = match cfg.flush_disk_type {
-            FlushDiskType::AsyncFlush => (
-                Some(Flusher::spawn(log.flushed_phy_offset(), cfg.flush_core).map_err(spawn_err)?),
-                Completion::Inline(dispatcher),
-            ),
-            FlushDiskType::SyncFlush => {
-                let gc = GroupCommitService::spawn(
-                    log.flushed_phy_offset(),
-                    log.flushed_store_timestamp(),
-                    dispatcher,
-                    published.clone(),
-                    &cfg,
-                    log.dir().to_path_buf(),
-                    log.warm_gate(),
-                )
-                .map_err(spawn_err)?;
-                (None, Completion::GroupCommit(gc))
-            }
+        let durable = Durable::new(
+            cfg.flush_disk_type,
+            log.flushed_phy_offset(),
+            log.flushed_store_timestamp(),
+            cfg.fault.clone(),
+            log.dir().to_path_buf(),
+        );
+        let warm_gate = match cfg.flush_disk_type {
+            FlushDiskType::SyncFlush => log.warm_gate(),
+            FlushDiskType::AsyncFlush => None,
         };
         let deleter = FileDeleter::spawn(
             Duration::from_millis(cfg.delete_commit_log_files_interval_ms),
@@ -170,16 +156,18 @@ impl WriterCore {
             .unwrap_or_else(Instant::now);
         let now = Instant::now();
         Ok(WriterCore {
-            async_submitted: parts.commit_log.flushed_phy_offset(),
             log: parts.commit_log,
             index: parts.index,
             queue_offsets,
             checkpoint_ts: parts.checkpoint.physic_msg_timestamp,
             checkpointer: Some(Checkpointer::spawn(parts.checkpoint, cfg.fault.clone())?),
             cfg,
-            completion,
+            dispatcher,
             published,
-            flusher,
+            ring,
+            reaped: Vec::new(),
+            durable,
+            warm_gate,
             index_pending: VecDeque::new(),
             disk_writable: true,
             flush_failed: false,
@@ -189,142 +177,146 @@ impl WriterCore {
             last_index_timestamp: 0,
             deleter,
             index_checkpoint,
+            failures: FailureLog::default(),
         })
     }
 
     /// The group-commit figures (SYNC_FLUSH only).
     pub(super) fn group_commit_stats(&self) -> Option<Arc<GroupCommitStats>> {
-        match &self.completion {
-            Completion::GroupCommit(gc) => Some(gc.stats.clone()),
-            Completion::Inline(_) => None,
-        }
+        (self.cfg.flush_disk_type == FlushDiskType::SyncFlush).then(|| self.durable.stats.clone())
+    }
+
+    /// Whether the writer may take appends now: the shards took every completion, and the
+    /// groups waiting for a sync are within their bound.
+    fn can_take(&mut self) -> bool {
+        self.dispatcher.flush() && self.durable.has_room()
     }
 
     pub(super) fn run(&mut self, rx: Receiver<Msg>) -> Result<(), StoreError> {
         let mut tick_at = Instant::now() + self.next_tick_in();
         loop {
-            // Park rather than block in the channel (whose receive spins first): senders unpark
-            // this thread after every send, and a send between the check and the park leaves
-            // the token that makes the park return at once.
-            let first = match rx.try_recv() {
-                Ok(m) => m,
-                Err(TryRecvError::Empty) => {
-                    let now = Instant::now();
-                    if now >= tick_at {
-                        self.tick();
-                        tick_at = Instant::now() + self.next_tick_in();
-                    } else {
-                        std::thread::park_timeout(tick_at - now);
-                    }
-                    continue;
-                }
-                Err(TryRecvError::Disconnected) => return Ok(()),
-            };
-            let req = match first {
-                Msg::Append(r) => r,
-                Msg::DropTopic { topic, done } => {
-                    self.drop_topic(&topic, done);
-                    continue;
-                }
-                Msg::StartAt { offset, done } => {
-                    self.start_at(offset, done);
-                    continue;
-                }
-                Msg::TruncateTo { offset, done } => {
-                    self.truncate_to(offset, done);
-                    continue;
-                }
-                Msg::Shutdown => return self.clean_shutdown(&rx),
-                Msg::Abandon => return Ok(()),
-            };
-            let mut records = req.records.len();
-            let mut bytes: usize = req.records.iter().map(|r| r.stored_len()).sum();
-            let mut batch = vec![req];
-            let mut stop = None;
-            while records < WRITER_BATCH_MAX_RECORDS && bytes < WRITER_BATCH_MAX_BYTES {
+            self.reap();
+            self.maybe_start_round(false);
+            if self.can_take() {
                 match rx.try_recv() {
-                    Ok(Msg::Append(r)) => {
-                        records += r.records.len();
-                        bytes += r.records.iter().map(|r| r.stored_len()).sum::<usize>();
-                        batch.push(r);
+                    Ok(m) => {
+                        if let Some(stop) = self.handle(m, &rx) {
+                            return stop;
+                        }
+                        if Instant::now() >= tick_at {
+                            self.tick();
+                            tick_at = Instant::now() + self.next_tick_in();
+                        }
+                        continue;
                     }
-                    Ok(other) => {
-                        stop = Some(other);
-                        break;
-                    }
-                    Err(_) => break,
+                    Err(TryRecvError::Disconnected) => return Ok(()),
+                    Err(TryRecvError::Empty) => {}
                 }
             }
-            self.process(batch);
-            self.index_durable();
-            match stop {
-                Some(Msg::Shutdown) => return self.clean_shutdown(&rx),
-                Some(Msg::Abandon) => return Ok(()),
-                Some(Msg::DropTopic { topic, done }) => self.drop_topic(&topic, done),
-                Some(Msg::StartAt { offset, done }) => self.start_at(offset, done),
-                Some(Msg::TruncateTo { offset, done }) => self.truncate_to(offset, done),
-                _ => {}
+            let now = Instant::now();
+            if now >= tick_at {
+                self.tick();
+                tick_at = Instant::now() + self.next_tick_in();
+                continue;
             }
-            self.tick();
-            tick_at = Instant::now() + self.next_tick_in();
+            let until = self.durable.hold_until.map_or(tick_at, |h| h.min(tick_at));
+            let timeout = until.saturating_duration_since(now);
+            let (dispatcher, durable) = (&mut self.dispatcher, &self.durable);
+            // Asleep from here: anything a sender or a shard did since the checks above is seen
+            // by `ready` or wakes the ring.
+            let ready = || dispatcher.flush() && durable.has_room() && !rx.is_empty();
+            if let Err(e) = self.ring.wait(timeout, ready) {
+                tracing::error!(error = %e, "the writer's ring failed; stopping");
+                return Err(StoreError::io(self.log.dir(), e));
+            }
         }
     }
 
-    /// Topic deletion: the topic's queues start again at offset 0. Appends received before
-    /// this message were processed first, so their offsets are the old ones, and `done` runs
-    /// once their units are dispatched: here under ASYNC_FLUSH; under SYNC_FLUSH behind them
-    /// on the group-commit thread (an empty request whose only waiter is `done`), so no unit
-    /// of the deleted queues reaches a shard after the shards dropped them.
-    fn drop_topic(&mut self, topic: &str, done: Box<dyn FnOnce() + Send>) {
-        self.queue_offsets.remove(topic);
-        let Completion::GroupCommit(gc) = &self.completion else {
-            return done();
+    /// One message of the inbox (an append takes the ones behind it into its batch). Some when
+    /// the loop ends.
+    fn handle(&mut self, first: Msg, rx: &Receiver<Msg>) -> Option<Result<(), StoreError>> {
+        let req = match first {
+            Msg::Append(r) => r,
+            other => return self.handle_other(other, rx),
         };
-        let barrier = GroupCommitRequest {
-            files: Vec::new(),
-            upto_phy: self.log.max_phy_offset(),
-            store_timestamp: self.log.last_store_timestamp(),
-            units: Vec::new(),
-            waiters: vec![(
-                Box::new(move |_| done()),
-                AppendOutcome {
-                    status: AppendStatus::PutOk,
-                    phy_offsets: Vec::new(),
-                    queue_offsets: Vec::new(),
-                    store_timestamp: 0,
-                },
-            )],
-            deadline: None,
-            truncate: None,
-        };
-        if let Err(back) = gc.submit(barrier) {
-            // The thread is gone: nothing more will be dispatched.
-            for (reply, _) in back.waiters {
-                reply(Err(StoreError::NotWritable(
-                    "the group-commit thread stopped".into(),
-                )));
+        let mut records = req.records.len();
+        let mut bytes: usize = req.records.iter().map(|r| r.stored_len()).sum();
+        let mut batch = vec![req];
+        let mut stop = None;
+        while records < WRITER_BATCH_MAX_RECORDS && bytes < WRITER_BATCH_MAX_BYTES {
+            match rx.try_recv() {
+                Ok(Msg::Append(r)) => {
+                    records += r.records.len();
+                    bytes += r.records.iter().map(|r| r.stored_len()).sum::<usize>();
+                    batch.push(r);
+                }
+                Ok(other) => {
+                    stop = Some(other);
+                    break;
+                }
+                Err(_) => break,
             }
+        }
+        self.process(batch);
+        self.maybe_start_round(false);
+        self.eager_async_flush();
+        stop.and_then(|m| self.handle_other(m, rx))
+    }
+
+    fn handle_other(&mut self, m: Msg, rx: &Receiver<Msg>) -> Option<Result<(), StoreError>> {
+        match m {
+            Msg::Append(r) => self.process(vec![r]),
+            Msg::DropTopic { topic, done } => self.drop_topic(&topic, done),
+            Msg::StartAt { offset, done } => self.start_at(offset, done),
+            Msg::TruncateTo { offset, done } => self.truncate_to(offset, done),
+            Msg::Shutdown => return Some(self.clean_shutdown(rx)),
+            Msg::Abandon => return Some(Ok(())),
+        }
+        None
+    }
+
+    /// Topic deletion: the topic's queues start again at offset 0. Appends received before
+    /// this message were processed first, so their offsets are the old ones, and `done` is
+    /// answered behind their units on every shard (`Dispatcher::barrier`), under SYNC_FLUSH
+    /// once their group commit completed, so no unit of the deleted queues reaches a shard
+    /// after the shards dropped them.
+    fn drop_topic(&mut self, topic: &str, done: ReplyTo) {
+        self.queue_offsets.remove(topic);
+        if let Some(done) = self.durable.push_barrier(done) {
+            self.barrier(done);
+        }
+    }
+
+    /// Answers `done` once every unit completed so far is applied on every shard.
+    fn barrier(&mut self, done: ReplyTo) {
+        match done {
+            ReplyTo::Shard { shard, token } => self.dispatcher.barrier(super::ShardReply {
+                shard,
+                token,
+                result: Ok(commit::empty_outcome()),
+            }),
+            ReplyTo::Call(f) => f(Ok(commit::empty_outcome())),
         }
     }
 
     /// An empty commit log begins at `offset` (`CommitLog::start_empty_at`); the published
-    /// bounds and the flush threads' positions move with it.
+    /// bounds and the durable positions move with it.
     fn start_at(&mut self, offset: u64, done: StartReply) {
         let res = self.log.start_empty_at(offset);
         match &res {
             Ok(()) => {
                 let (min, max) = (self.log.min_phy_offset(), self.log.max_phy_offset());
-                self.async_submitted = max;
-                if let Some(f) = &self.flusher {
-                    f.state.flushed_phy.fetch_max(max, Ordering::AcqRel);
-                }
-                if let Completion::GroupCommit(gc) = &self.completion {
-                    gc.state.flushed_phy.fetch_max(max, Ordering::AcqRel);
+                if self.durable.idle() {
+                    self.durable.reset_to(max);
+                } else {
+                    // A round in flight completes with the old end; `max` only moves up.
+                    self.durable.flushed_phy = self.durable.flushed_phy.max(max);
+                    self.durable.submitted_phy = self.durable.submitted_phy.max(max);
                 }
                 self.published
                     .read_bounds
                     .min_phy
-                    .store(min, Ordering::Release);
+                    .store(min, std::sync::atomic::Ordering::Release);
                 self.published.publish(max);
             }
             // Refused before anything changed.
@@ -378,19 +370,27 @@ impl WriterCore {
     fn process(&mut self, batch: Vec<AppendRequest>) {
         self.observe_flush_failure();
         let mut ok_reqs = Vec::with_capacity(batch.len());
+        // Requests refused by the store's state (all the same error) and by their own content.
+        let mut refused = Vec::new();
+        let mut refused_each = Vec::new();
+        let refusal = self.refusal();
         for req in batch {
-            let verdict = self.refusal().map_or_else(|| self.validate(&req), Err);
-            match verdict {
-                Ok(()) => ok_reqs.push(req),
-                Err(e) => (req.reply)(Err(e)),
+            match &refusal {
+                Some(_) => refused.push(req.reply),
+                None => match self.validate(&req) {
+                    Ok(()) => ok_reqs.push(req),
+                    Err(e) => refused_each.push((req.reply, e)),
+                },
             }
         }
+        if let Some(e) = refusal {
+            return self.refuse(refused, e);
+        }
         if ok_reqs.is_empty() {
-            return;
+            return self.refuse_each(refused_each);
         }
         let ts = now_ms();
         let mark = self.log.mark();
-        let start_phy = self.log.max_phy_offset();
         let records: usize = ok_reqs.iter().map(|r| r.records.len()).sum();
         // (req, rec, previous next offset)
         let mut undo: Vec<(usize, usize, u64)> = Vec::with_capacity(records);
@@ -502,7 +502,6 @@ impl WriterCore {
             }
         }
         if let Some(e) = failure {
-            tracing::error!(error = %e, "append batch failed; rolled back");
             self.log.rollback(mark);
             for &(ri, ci, prev) in undo.iter().rev() {
                 let records = &ok_reqs[ri].records;
@@ -513,66 +512,44 @@ impl WriterCore {
                     q.insert(rec.queue_id, prev);
                 }
             }
-            fail_requests(ok_reqs, e);
-            return;
+            self.failures.failed(&e);
+            refused.extend(ok_reqs.into_iter().map(|r| r.reply));
+            return self.refuse(refused, e);
         }
-        let written = Written {
-            reqs: ok_reqs,
-            placed,
-            units,
-            store_timestamp: ts,
-        };
-        if matches!(self.completion, Completion::Inline(_)) {
-            self.complete_inline(written);
-        } else {
-            // The segments the batch touched, for the group-commit thread's fdatasync.
-            let files = self.segment_files_since(start_phy);
-            self.hand_to_group_commit(written, files);
-        }
+        self.failures.succeeded();
+        self.refuse_each(refused_each);
+        self.complete(ok_reqs, placed, units, ts);
     }
 
-    /// ASYNC_FLUSH: publish, dispatch, reply, index, all on this thread.
-    fn complete_inline(&mut self, w: Written) {
-        let Completion::Inline(dispatcher) = &mut self.completion else {
-            unreachable!("called in ASYNC_FLUSH mode only");
-        };
-        self.published.publish(self.log.max_phy_offset());
-        if !w.units.is_empty() {
-            dispatcher.dispatch(w.units);
-        }
-        let mut records_for_index = Vec::with_capacity(w.reqs.len());
-        for (req, (phys, qos)) in w.reqs.into_iter().zip(w.placed) {
-            let outcome = AppendOutcome {
-                status: AppendStatus::PutOk,
-                phy_offsets: phys.clone(),
-                queue_offsets: qos,
-                store_timestamp: w.store_timestamp,
-            };
-            (req.reply)(Ok(outcome));
-            records_for_index.push((req.records, phys));
-        }
-        self.index_batch(records_for_index, w.store_timestamp);
-    }
-
-    /// SYNC_FLUSH: wait_flush = false requests are answered now; the rest, the units and the
-    /// publish go to the group-commit thread; keys are indexed once the batch is durable.
-    fn hand_to_group_commit(&mut self, w: Written, files: Vec<(u64, Arc<std::fs::File>)>) {
+    /// A written batch: under ASYNC_FLUSH published, dispatched, answered and indexed now;
+    /// under SYNC_FLUSH kept as a group until its sync round completes (`commit`), its keys
+    /// indexed then.
+    fn complete(
+        &mut self,
+        reqs: Vec<AppendRequest>,
+        placed: Vec<(Vec<u64>, Vec<u64>)>,
+        units: Vec<DispatchRun>,
+        ts: i64,
+    ) {
+        let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
         let index_enabled = self.index.is_some();
-        let mut waiters: Vec<(AppendReply, AppendOutcome)> = Vec::with_capacity(w.reqs.len());
+        let mut waiters = Vec::with_capacity(reqs.len());
         let mut to_index = Vec::new();
-        for (req, (phys, qos)) in w.reqs.into_iter().zip(w.placed) {
+        for (req, (phys, qos)) in reqs.into_iter().zip(placed) {
             let AppendRequest {
                 mut records,
                 wait_flush,
                 reply,
             } = req;
             if index_enabled && records.iter().any(|r| !r.keys.is_empty()) {
-                // Only topic and keys are indexed: free what they do not need now, not after the
-                // fdatasync. Keys given as ranges into `bytes` keep `bytes`.
-                for r in &mut records {
-                    r.body = bytes::Bytes::new();
-                    if !matches!(r.keys, super::IndexKeys::InRecord { .. }) {
-                        r.bytes = bytes::BytesMut::new();
+                if sync {
+                    // Only topic and keys are indexed: free what they do not need now, not
+                    // after the fdatasync. Keys given as ranges into `bytes` keep `bytes`.
+                    for r in &mut records {
+                        r.body = bytes::Bytes::new();
+                        if !matches!(r.keys, super::IndexKeys::InRecord { .. }) {
+                            r.bytes = bytes::BytesMut::new();
+                        }
                     }
                 }
                 to_index.push((records, phys.clone()));
@@ -581,67 +558,68 @@ impl WriterCore {
                 status: AppendStatus::PutOk,
                 phy_offsets: phys,
                 queue_offsets: qos,
-                store_timestamp: w.store_timestamp,
+                store_timestamp: ts,
             };
-            if wait_flush {
-                waiters.push((reply, outcome));
-            } else {
-                reply(Ok(outcome));
-            }
+            waiters.push(Waiter {
+                reply,
+                outcome,
+                timed: wait_flush,
+            });
         }
         let upto_phy = self.log.max_phy_offset();
-        let timeout = Duration::from_millis(self.cfg.sync_flush_timeout_ms);
-        let req = GroupCommitRequest {
-            files,
-            upto_phy,
-            store_timestamp: w.store_timestamp,
-            units: w.units,
-            waiters,
-            deadline: Instant::now().checked_add(timeout),
-            truncate: None,
-        };
-        let Completion::GroupCommit(gc) = &self.completion else {
-            unreachable!("called in SYNC_FLUSH mode only");
-        };
-        if let Err(back) = gc.submit(req) {
-            // The thread is gone: nothing written from here on can become durable.
-            tracing::error!("group-commit thread stopped; refusing further appends");
-            self.flush_failed = true;
-            self.publish_writable();
-            let e = StoreError::NotWritable("the group-commit thread stopped".into());
-            let template = replicate(&e);
-            let mut first = Some(e);
-            for (reply, _) in back.waiters {
-                reply(Err(first.take().unwrap_or_else(|| replicate(&template))));
+        if !sync {
+            self.published.publish(upto_phy);
+            let mut replies = Replies::default();
+            for w in waiters {
+                replies.push(w.reply, Ok(w.outcome));
             }
+            replies.deliver(self.dispatcher.as_mut(), units);
+            self.index_batch(to_index, ts);
             return;
         }
+        let timeout = Duration::from_millis(self.cfg.sync_flush_timeout_ms);
+        self.durable.push_group(Group {
+            upto_phy,
+            store_timestamp: ts,
+            units,
+            waiters,
+            deadline: Instant::now().checked_add(timeout),
+        });
         if !to_index.is_empty() {
             self.index_pending.push_back(IndexPending {
                 upto_phy,
-                store_timestamp: w.store_timestamp,
+                store_timestamp: ts,
                 done: to_index,
             });
         }
     }
 
-    /// (segment start, file handle) of every segment holding bytes in `[from, max_phy)`.
-    fn segment_files_since(&self, from: u64) -> Vec<(u64, Arc<std::fs::File>)> {
-        let end = self.log.max_phy_offset();
-        self.log
-            .segments()
-            .iter()
-            .filter(|s| s.end() > from && s.start() < end)
-            .map(|s| (s.start(), s.shared_file()))
-            .collect()
+    /// Every reply gets (a copy of) `e`.
+    fn refuse(&mut self, to: Vec<ReplyTo>, e: StoreError) {
+        let template = replicate(&e);
+        let mut first = Some(e);
+        let mut replies = Replies::default();
+        for r in to {
+            replies.push(r, Err(first.take().unwrap_or_else(|| replicate(&template))));
+        }
+        replies.deliver(self.dispatcher.as_mut(), Vec::new());
     }
 
-    /// SYNC_FLUSH: indexes the pending batches the group-commit thread made durable.
-    fn index_durable(&mut self) {
-        let Completion::GroupCommit(gc) = &self.completion else {
+    /// Each reply gets its own error.
+    fn refuse_each(&mut self, each: Vec<(ReplyTo, StoreError)>) {
+        if each.is_empty() {
             return;
-        };
-        let flushed = gc.state.flushed_phy.load(Ordering::Acquire);
+        }
+        let mut replies = Replies::default();
+        for (r, e) in each {
+            replies.push(r, Err(e));
+        }
+        replies.deliver(self.dispatcher.as_mut(), Vec::new());
+    }
+
+    /// SYNC_FLUSH: indexes the pending batches a sync round made durable.
+    fn index_durable(&mut self) {
+        let flushed = self.durable.flushed_phy;
         while self
             .index_pending
             .front()
@@ -652,15 +630,10 @@ impl WriterCore {
         }
     }
 
-    /// Takes note of a failed background flush (either mode): appends are refused from now on
-    /// and records not made durable are never indexed.
+    /// Takes note of a failed flush (either mode): appends are refused from now on and records
+    /// not made durable are never indexed.
     fn observe_flush_failure(&mut self) {
-        let failed = match (&self.flusher, &self.completion) {
-            (Some(f), _) => f.state.failed.load(Ordering::Acquire),
-            (None, Completion::GroupCommit(gc)) => gc.state.failed.load(Ordering::Acquire),
-            (None, Completion::Inline(_)) => false,
-        };
-        if failed && !self.flush_failed {
+        if self.durable.failed && !self.flush_failed {
             self.flush_failed = true;
             self.publish_writable();
             self.index_durable();
@@ -673,6 +646,9 @@ impl WriterCore {
         let Some(ix) = self.index.as_mut() else {
             return;
         };
+        if done.is_empty() {
+            return;
+        }
         for (records, phys) in done {
             let mut keys: Vec<&str> = Vec::new();
             for ((topic, rec), phy) in super::with_topics(&records).zip(phys) {
@@ -699,18 +675,20 @@ impl WriterCore {
         if !rest.is_empty() {
             self.process(rest);
         }
-        // Both threads finish what they were given (the group-commit thread replies to it).
-        if let Some(f) = self.flusher.as_mut() {
-            f.stop();
+        let deadline = Instant::now() + SHUTDOWN_WAIT;
+        // Every sync submitted completes (and its groups are answered) before anything else.
+        let drained = self.drain_rounds(deadline);
+        while !self.dispatcher.flush() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
         }
-        if let Completion::GroupCommit(gc) = &mut self.completion {
-            gc.stop();
+        if !self.dispatcher.flush() {
+            tracing::warn!("shards did not take the last completions before the writer stopped");
         }
         self.observe_flush_failure();
         self.index_durable();
         // Files detached by retention are unlinked now (no pause: no appends left to protect).
         self.deleter.finish();
-        if self.flush_failed {
+        if self.flush_failed || drained.is_err() {
             // After a failed fdatasync the page cache may not match the disk: leave the abort
             // file so the next start verifies the tail record by record.
             return Err(StoreError::NotWritable(

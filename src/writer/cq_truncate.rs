@@ -11,7 +11,6 @@
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::DispatchRun;
 use crate::store::{CqCutFiles, StoreError};
 
 /// Answers one truncation can collect: one per owner shard, far above any core count.
@@ -65,10 +64,4 @@ impl CqTruncate {
             tracing::error!("a consume-queue truncation answer was lost (the writer gave up)");
         }
     }
-}
-
-/// What a dispatch mailbox carries, in the writer's order: units to append, or a truncation.
-pub enum Dispatched {
-    Runs(Vec<DispatchRun>),
-    Truncate(CqTruncate),
 }

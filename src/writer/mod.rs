@@ -22,14 +22,14 @@
 mod checkpointer;
 mod core;
 mod cq_truncate;
-mod flusher;
-mod group_commit;
+mod failure_log;
 mod index_checkpoint;
+pub mod ring;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
-pub use cq_truncate::{CqTruncate, CqTruncated, Dispatched, CQ_TRUNCATE_ANSWERS_MAX};
-pub use group_commit::GroupCommitStats;
+pub use self::core::GroupCommitStats;
+pub use cq_truncate::{CqTruncate, CqTruncated, CQ_TRUNCATE_ANSWERS_MAX};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -37,6 +37,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Sender, TrySendError};
+
+use self::ring::RingWaker;
 
 use crate::store::reader::ReadBounds;
 use crate::store::{
@@ -178,12 +180,63 @@ pub struct AppendOutcome {
     pub store_timestamp: i64,
 }
 
+/// A reply called on the writer thread (see `ReplyTo::Call`).
 pub type AppendReply = Box<dyn FnOnce(Result<AppendOutcome, StoreError>) + Send>;
+
+/// Where an append's outcome goes.
+pub enum ReplyTo {
+    /// A shard's waiting append: the outcome travels back through that shard's completion
+    /// queue, behind the consume-queue units of the same group (`Dispatcher::complete`), so the
+    /// shard answers the send only once its units are readable. No allocation per append.
+    Shard { shard: u16, token: u32 },
+    /// Called on the writer thread once the units are dispatched (tests, tools and benches that
+    /// append without shards, and the writer's own barriers).
+    Call(AppendReply),
+}
 
 pub struct AppendRequest {
     pub records: Vec<AppendRecord>,
     pub wait_flush: bool,
-    pub reply: AppendReply,
+    pub reply: ReplyTo,
+}
+
+/// One shard's append answered: the token it gave (`ReplyTo::Shard`) and the outcome.
+pub struct ShardReply {
+    pub shard: u16,
+    pub token: u32,
+    pub result: Result<AppendOutcome, StoreError>,
+}
+
+/// A group's replies: those to shards go with the group's units through the dispatcher; those
+/// to call are called on the writer thread right after (`Replies::deliver`).
+#[derive(Default)]
+pub(crate) struct Replies {
+    pub shards: Vec<ShardReply>,
+    pub calls: Vec<(AppendReply, Result<AppendOutcome, StoreError>)>,
+}
+
+impl Replies {
+    pub fn push(&mut self, to: ReplyTo, result: Result<AppendOutcome, StoreError>) {
+        match to {
+            ReplyTo::Shard { shard, token } => self.shards.push(ShardReply {
+                shard,
+                token,
+                result,
+            }),
+            ReplyTo::Call(f) => self.calls.push((f, result)),
+        }
+    }
+
+    /// The units, then the replies waiting for them: shard replies through `dispatcher` (behind
+    /// the units on every shard), then the calls.
+    pub fn deliver(self, dispatcher: &mut dyn Dispatcher, units: Vec<DispatchRun>) {
+        if !units.is_empty() || !self.shards.is_empty() {
+            dispatcher.complete(units, self.shards);
+        }
+        for (f, r) in self.calls {
+            f(r);
+        }
+    }
 }
 
 /// Each record with its topic (a record without one continues the previous record's; `None`
@@ -271,12 +324,25 @@ pub struct DispatchUnit {
     pub store_timestamp: i64,
 }
 
+/// Where the writer's results go: the consume-queue units of each completed group and the
+/// replies to the shards' appends of that group, in commit-log order.
 pub trait Dispatcher: Send + 'static {
-    fn dispatch(&mut self, runs: Vec<DispatchRun>);
+    /// The units of a completed group, then the shards' replies waiting for them. Every shard
+    /// that answers a reply can read the reply's units by then. Never blocks: what does not fit
+    /// is kept, in order, until `flush` delivers it.
+    fn complete(&mut self, runs: Vec<DispatchRun>, replies: Vec<ShardReply>);
+    /// Delivers what `complete` and `truncate` kept back; true once nothing is kept. A caller
+    /// with something kept waits for the shards to drain (they wake the writer) before more.
+    fn flush(&mut self) -> bool {
+        true
+    }
     /// Has every consume queue drop its units at or past `cut.phy_offset`, after every run
     /// dispatched before and before any run dispatched after; every owner answers through
     /// `cut` (see `CqTruncate::split`). A dispatcher that keeps no queues answers `Ok(vec![])`.
     fn truncate(&mut self, cut: CqTruncate);
+    /// Answers `reply` once every unit completed before it is applied on every shard (a
+    /// topic's deletion waits for that before the shards drop its queues).
+    fn barrier(&mut self, reply: ShardReply);
 }
 
 /// The parts of an opened store the writer thread takes over.
@@ -309,7 +375,7 @@ enum Msg {
     /// call `done` (every append sent before this one has its offsets by then).
     DropTopic {
         topic: String,
-        done: Box<dyn FnOnce() + Send>,
+        done: ReplyTo,
     },
     /// An empty commit log begins at `offset` (a slave joining its master's log past 0, see
     /// `WriterSender::try_start_at`); `done` gets the outcome.
@@ -363,16 +429,14 @@ impl Published {
 pub struct WriterSender {
     tx: Sender<Msg>,
     published: Arc<Published>,
-    /// The writer thread, unparked after every send: it parks instead of blocking in the
-    /// channel's receive, which spins before it sleeps (7 % of the broker's W2 samples were that
-    /// spin, on a 2-core machine where the shard and the client need the CPU).
-    writer: std::thread::Thread,
+    /// Wakes the writer from its ring after a send (an eventfd write, only while it sleeps).
+    writer: RingWaker,
 }
 
 impl Drop for WriterSender {
     fn drop(&mut self) {
         // The last sender gone disconnects the inbox: let the writer see it now, not at its tick.
-        self.writer.unpark();
+        self.writer.wake();
     }
 }
 
@@ -396,13 +460,19 @@ impl WriterSender {
         }
     }
 
-    /// Asks the writer to forget `topic`'s queue offsets (topic deletion); `done` runs on the
-    /// writer thread once it has. Never blocks: false when the inbox is full or the writer
-    /// stopped (then `done` never runs).
-    pub fn try_drop_topic(&self, topic: String, done: Box<dyn FnOnce() + Send>) -> bool {
-        let sent = self.tx.try_send(Msg::DropTopic { topic, done }).is_ok();
+    /// Asks the writer to forget `topic`'s queue offsets (topic deletion); `done` is answered
+    /// once it has and every unit written before is applied on every shard. Never blocks: the
+    /// reply comes back when the inbox is full or the writer stopped.
+    pub fn try_drop_topic(&self, topic: String, done: ReplyTo) -> Result<(), ReplyTo> {
+        let r = match self.tx.try_send(Msg::DropTopic { topic, done }) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(m)) | Err(TrySendError::Disconnected(m)) => match m {
+                Msg::DropTopic { done, .. } => Err(done),
+                _ => unreachable!("only a topic drop is sent here"),
+            },
+        };
         self.wake();
-        sent
+        r
     }
 
     /// Asks the writer to make its empty commit log begin at `offset`, a multiple of the
@@ -435,9 +505,9 @@ impl WriterSender {
         sent
     }
 
-    /// Wakes the writer if it is parked on an empty inbox (a futex wake then, else an atomic).
+    /// Wakes the writer if it sleeps in its ring (an eventfd write then, else an atomic).
     pub fn wake(&self) {
-        self.writer.unpark();
+        self.writer.wake();
     }
     /// The published end of the commit log.
     pub fn max_phy_offset(&self) -> u64 {
@@ -510,7 +580,7 @@ impl WriterHandle {
         };
         // A send error means the thread is already gone; join reports why.
         let _sent = self.sender.tx.send(msg);
-        self.sender.writer.unpark();
+        self.sender.writer.wake();
         match t.join() {
             Ok(r) => r,
             Err(_) => Err(StoreError::NotWritable("writer thread panicked".into())),
@@ -542,7 +612,9 @@ pub fn spawn_writer(
         .min_phy
         .store(store.commit_log.min_phy_offset(), Ordering::Release);
     published.writable.store(true, Ordering::Release);
-    let mut core = core::WriterCore::new(store, cfg.clone(), dispatcher, published.clone())?;
+    let ring = ring::Ring::new().map_err(|e| StoreError::io(&cfg.store_path_root_dir, e))?;
+    let waker = ring.waker();
+    let mut core = core::WriterCore::new(store, cfg.clone(), dispatcher, published.clone(), ring)?;
     let group_commit_stats = core.group_commit_stats();
     let pin = cfg.writer_core;
     let thread = std::thread::Builder::new()
@@ -556,7 +628,7 @@ pub fn spawn_writer(
         sender: WriterSender {
             tx,
             published: published.clone(),
-            writer: thread.thread().clone(),
+            writer: waker,
         },
         published,
         group_commit_stats,

@@ -11,7 +11,7 @@ use crossbeam_channel::bounded;
 
 use super::{
     AppendOutcome, AppendRecord, AppendRequest, CqTruncate, DispatchRun, DispatchUnit, Dispatcher,
-    WriterSender,
+    ReplyTo, ShardReply, WriterSender,
 };
 use crate::protocol::message::{encode, encode_without_body, MessageToStore};
 use crate::store::{ConsumeQueue, CqCutFiles, StoreError};
@@ -84,10 +84,10 @@ pub fn append_wait(
     let mut req = AppendRequest {
         records,
         wait_flush,
-        reply: Box::new(move |r| {
+        reply: ReplyTo::Call(Box::new(move |r| {
             // The waiter may have given up; nothing to do then.
             let _ignored = tx.send(r);
-        }),
+        })),
     };
     loop {
         match w.try_append(req) {
@@ -106,8 +106,17 @@ pub fn append_wait(
 #[derive(Clone, Default)]
 pub struct CollectingDispatcher(pub Arc<Mutex<Vec<DispatchUnit>>>);
 
+/// Shard replies reaching a dispatcher without shards: a test bug, said loudly.
+fn no_shards(replies: &[ShardReply]) {
+    assert!(
+        replies.is_empty(),
+        "a test dispatcher got replies for shards it does not have"
+    );
+}
+
 impl Dispatcher for CollectingDispatcher {
-    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
+    fn complete(&mut self, runs: Vec<DispatchRun>, replies: Vec<ShardReply>) {
+        no_shards(&replies);
         let mut all = self.0.lock().expect("collector lock");
         for r in runs {
             all.extend(r.into_units());
@@ -119,13 +128,21 @@ impl Dispatcher for CollectingDispatcher {
         all.retain(|u| u.unit.phy_offset < cut.phy_offset);
         cut.answer(Ok(CqCutFiles::default()));
     }
+    fn barrier(&mut self, reply: ShardReply) {
+        no_shards(&[reply]);
+    }
 }
 
 /// Drops every unit.
 pub struct NullDispatcher;
 
 impl Dispatcher for NullDispatcher {
-    fn dispatch(&mut self, _runs: Vec<DispatchRun>) {}
+    fn complete(&mut self, _runs: Vec<DispatchRun>, replies: Vec<ShardReply>) {
+        no_shards(&replies);
+    }
+    fn barrier(&mut self, reply: ShardReply) {
+        no_shards(&[reply]);
+    }
     fn truncate(&mut self, cut: CqTruncate) {
         cut.answer(Ok(CqCutFiles::default()));
     }
@@ -176,7 +193,11 @@ impl CqDispatcher {
 }
 
 impl Dispatcher for CqDispatcher {
-    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
+    fn barrier(&mut self, reply: ShardReply) {
+        no_shards(&[reply]);
+    }
+    fn complete(&mut self, runs: Vec<DispatchRun>, replies: Vec<ShardReply>) {
+        no_shards(&replies);
         for u in runs.into_iter().flat_map(DispatchRun::into_units) {
             let key = (u.topic.to_string(), u.queue_id);
             if !self.cqs.contains_key(&key) {

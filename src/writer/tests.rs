@@ -68,9 +68,10 @@ fn append_assigns_offsets_and_dispatches() {
 struct RunCollector(Arc<std::sync::Mutex<Vec<DispatchRun>>>);
 
 impl Dispatcher for RunCollector {
-    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
+    fn complete(&mut self, runs: Vec<DispatchRun>, _replies: Vec<ShardReply>) {
         self.0.lock().expect("runs lock").extend(runs);
     }
+    fn barrier(&mut self, _reply: ShardReply) {}
     fn truncate(&mut self, cut: CqTruncate) {
         cut.answer(Ok(crate::store::CqCutFiles::default()));
     }
@@ -345,18 +346,13 @@ fn records_with_the_body_apart_are_written_as_whole_ones() {
     assert!(max_phy > sent.last().unwrap().0);
 }
 
-/// With a writer core configured, its helper threads run there too: the group commit's
-/// hand-over after each write then wakes a thread on the same core, and the allocator's work
-/// stays off the shards' cores. The ASYNC flusher runs on its own `flush_core` instead, a
-/// shard's, so its writeback does not slow the writer's copies.
+/// With a writer core configured, the writer and the allocator run there, and no flush thread
+/// exists in either mode: the syncs go through the writer's own ring.
 #[test]
 fn writer_core_threads_are_pinned_to_it() {
     let core = crate::runtime::available_cores() - 1;
-    // On one core both are 0; otherwise the flusher's core is not the writer's, as the broker
-    // places them.
-    let flush_core = 0;
     // Other tests' writers run in this process too, unpinned: look for one pinned thread of
-    // each name (only a writer core or a flush core pins them).
+    // each name (only a writer core pins them).
     let pinned = |name: &str, core: usize| {
         std::fs::read_dir("/proc/self/task").unwrap().any(|t| {
             let p = t.unwrap().path();
@@ -369,26 +365,29 @@ fn writer_core_threads_are_pinned_to_it() {
                 })
         })
     };
-    for (flush, helper, helper_core) in [
-        (FlushDiskType::SyncFlush, "ringmq-sync-flu", core),
-        (FlushDiskType::AsyncFlush, "ringmq-flush", flush_core),
-    ] {
+    for flush in [FlushDiskType::SyncFlush, FlushDiskType::AsyncFlush] {
         let dir = tempfile::tempdir().unwrap();
         let c = StoreConfig {
             writer_core: Some(core),
-            flush_core: Some(flush_core),
             flush_disk_type: flush,
             ..cfg(dir.path(), 1 << 20)
         };
         let w = start(&c, Box::new(NullDispatcher));
         append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
-        for (name, on) in [
-            ("ringmq-writer", core),
-            (helper, helper_core),
-            ("ringmq-prealloc", core),
-        ] {
+        for (name, on) in [("ringmq-writer", core), ("ringmq-prealloc", core)] {
             assert!(pinned(name, on), "{name} is not on core {on}");
         }
+        // The syncs run on the writer's ring: no flush thread of ours exists.
+        let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).unwrap_or_default())
+            .collect();
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.starts_with("ringmq-flush") || n.starts_with("ringmq-sync-fl")),
+            "{names:?}"
+        );
         w.shutdown().unwrap();
     }
 }

@@ -19,7 +19,7 @@ fn dropped_topic_restarts_at_offset_zero() {
         let c = StoreConfig {
             mapped_file_size_commit_log: 256 << 10,
             max_message_size: 16 << 10,
-            flush_disk_type: flush.clone(),
+            flush_disk_type: flush,
             ..StoreConfig::with_root(dir.path())
         };
         let (parts, _cqs) = WriterParts::from_opened(open(&c).unwrap());
@@ -33,13 +33,17 @@ fn dropped_topic_restarts_at_offset_zero() {
         let pending = AppendRequest {
             records: recs(),
             wait_flush: true,
-            reply: Box::new(move |r| atx.send(r.map(|o| o.queue_offsets)).unwrap()),
+            reply: ReplyTo::Call(Box::new(move |r| {
+                atx.send(r.map(|o| o.queue_offsets)).unwrap()
+            })),
         };
         assert!(s.try_append(pending).is_ok());
         let (tx, rx) = mpsc::channel();
         let seen = col.clone();
-        let done = Box::new(move || tx.send(seen.0.lock().unwrap().len()).unwrap());
-        assert!(s.try_drop_topic("Gone".into(), done));
+        let done = ReplyTo::Call(Box::new(move |_| {
+            tx.send(seen.0.lock().unwrap().len()).unwrap()
+        }));
+        assert!(s.try_drop_topic("Gone".into(), done).is_ok());
         let dispatched = rx
             .recv_timeout(Duration::from_secs(5))
             .expect("drop applied");

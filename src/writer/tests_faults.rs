@@ -147,17 +147,29 @@ fn write_error_fails_batch_and_rolls_back() {
     assert_eq!(first.phy_offsets[0], 0);
 }
 
-struct Gate(crossbeam_channel::Receiver<()>);
+/// Keeps every completion (a shard with no room) until the gate's sender is dropped.
+pub(super) struct Gate(pub crossbeam_channel::Receiver<()>);
+impl Gate {
+    fn open(&self) -> bool {
+        matches!(
+            self.0.try_recv(),
+            Err(crossbeam_channel::TryRecvError::Disconnected)
+        )
+    }
+}
 impl Dispatcher for Gate {
-    fn dispatch(&mut self, _runs: Vec<DispatchRun>) {
-        let _opened = self.0.recv();
+    fn complete(&mut self, _runs: Vec<DispatchRun>, _replies: Vec<ShardReply>) {}
+    fn flush(&mut self) -> bool {
+        self.open()
     }
     fn truncate(&mut self, cut: CqTruncate) {
         cut.answer(Ok(crate::store::CqCutFiles::default()));
     }
+    fn barrier(&mut self, _reply: ShardReply) {}
 }
 
-/// Proves try_append never blocks and hands the request back when the inbox is full.
+/// Proves try_append never blocks and hands the request back when the inbox is full: while a
+/// shard has no room for completions the writer takes no appends, and its inbox fills.
 #[test]
 fn full_inbox_is_back_pressure() {
     let dir = tempfile::tempdir().unwrap();
@@ -168,20 +180,20 @@ fn full_inbox_is_back_pressure() {
     let (open_gate, gate) = crossbeam_channel::unbounded();
     let w = start(&c, Box::new(Gate(gate)));
     let mut refused = 0;
-    // The writer may have taken one batch before blocking in dispatch.
+    // The writer may have taken one batch before its completions were kept.
     let n =
         crate::constants::WRITER_INBOX_CAPACITY + crate::constants::WRITER_BATCH_MAX_RECORDS + 10;
     for _ in 0..n {
         let req = AppendRequest {
             records: vec![record("T", 0, b"x", "")],
             wait_flush: false,
-            reply: Box::new(|_| {}),
+            reply: ReplyTo::Call(Box::new(|_| {})),
         };
         if w.try_append(req).is_err() {
             refused += 1;
         }
     }
-    drop(open_gate); // dispatcher stops waiting
+    drop(open_gate); // the shard has room again
     assert!(refused >= 10, "refused {refused}");
     w.shutdown().unwrap();
 }

@@ -11,29 +11,38 @@ use super::tests::{cfg, start};
 use super::*;
 use crate::store::{open, FlushDiskType};
 
-/// Dispatcher whose first call blocks until the test opens the gate; collects every unit.
-struct FirstDispatchGate {
-    gate: Option<crossbeam_channel::Receiver<()>>,
+/// Keeps completions (a shard with no room) from the first group on until the gate's sender is
+/// dropped; collects every unit.
+struct KeepAfterFirst {
+    gate: crossbeam_channel::Receiver<()>,
+    groups: usize,
     units: Arc<std::sync::Mutex<Vec<DispatchUnit>>>,
 }
 
-impl Dispatcher for FirstDispatchGate {
-    fn dispatch(&mut self, runs: Vec<DispatchRun>) {
-        if let Some(g) = self.gate.take() {
-            let _opened = g.recv();
-        }
+impl Dispatcher for KeepAfterFirst {
+    fn complete(&mut self, runs: Vec<DispatchRun>, _replies: Vec<ShardReply>) {
+        self.groups += 1;
         let mut all = self.units.lock().expect("units lock");
         all.extend(runs.into_iter().flat_map(DispatchRun::into_units));
+    }
+    fn flush(&mut self) -> bool {
+        self.groups == 0
+            || matches!(
+                self.gate.try_recv(),
+                Err(crossbeam_channel::TryRecvError::Disconnected)
+            )
     }
     fn truncate(&mut self, cut: CqTruncate) {
         cut.answer(Ok(crate::store::CqCutFiles::default()));
     }
+    fn barrier(&mut self, _reply: ShardReply) {}
 }
 
-/// Proves SYNC_FLUSH group commit is pipelined: while the group-commit thread is held inside
-/// the completion of one group, the writer keeps writing; wait_flush = false requests are
-/// answered right after their write; nothing written meanwhile is published; and once the
-/// thread is free it makes everything pending durable with one fdatasync round.
+/// Proves SYNC_FLUSH completes in order through the shards' back-pressure: while a shard has no
+/// room for a completed group, the writer takes no appends (nothing more is written, answered
+/// or published, a wait_flush = false send included: nothing is readable before its sync); once
+/// there is room it takes everything that waited as one batch, one fdatasync round covers it,
+/// and the replies come in commit-log order.
 #[test]
 fn group_commit_takes_everything_pending() {
     let dir = tempfile::tempdir().unwrap();
@@ -42,8 +51,9 @@ fn group_commit_takes_everything_pending() {
     let units = Arc::new(std::sync::Mutex::new(Vec::new()));
     let w = start(
         &c,
-        Box::new(FirstDispatchGate {
-            gate: Some(gate),
+        Box::new(KeepAfterFirst {
+            gate,
+            groups: 0,
             units: units.clone(),
         }),
     );
@@ -53,64 +63,44 @@ fn group_commit_takes_everything_pending() {
         let req = AppendRequest {
             records: vec![record("T", 0, body, "")],
             wait_flush,
-            reply: Box::new(move |r| tx.send((body, r)).unwrap()),
+            reply: ReplyTo::Call(Box::new(move |r| tx.send((body, r)).unwrap())),
         };
         assert!(w.try_append(req).is_ok());
     };
-    append(b"held", true); // its group's dispatch blocks the group-commit thread
-    while w
-        .group_commit_stats()
-        .unwrap()
-        .group_commits
-        .load(Ordering::Relaxed)
-        == 0
-    {
-        std::thread::yield_now();
-    }
-    // At most one writer batch per request: this many batches plus the last fit in the
-    // group-commit queue, so the writer is never stalled by the held thread here.
-    let n = crate::constants::GROUP_COMMIT_QUEUE_CAPACITY - 1;
+    append(b"held", true);
+    let (body, first) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(body, b"held");
+    assert_eq!(first.unwrap().phy_offsets[0], 0);
+    let n = 20;
     for _ in 0..n {
         append(b"waits", true);
     }
     append(b"no-wait", false);
-    let (body, early) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(
-        body, b"no-wait",
-        "only the wait_flush = false request is answered"
-    );
-    let early = early.unwrap();
-    assert_eq!(
-        early.phy_offsets[0],
-        96 + 97 * n as u64,
-        "written behind the others"
-    );
-    assert_eq!(
-        w.max_phy_offset(),
-        96,
-        "nothing published while the group is held"
-    );
-    assert!(rx.try_recv().is_err());
-    open_gate.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(rx.try_recv().is_err(), "nothing answered while kept");
+    assert_eq!(w.max_phy_offset(), 96, "nothing more published while kept");
+    let stats = w.group_commit_stats().unwrap();
+    assert_eq!(stats.group_commits.load(Ordering::Relaxed), 1);
+    drop(open_gate);
     let mut acks = Vec::new();
     for _ in 0..=n {
         let (body, r) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         acks.push((body, r.unwrap()));
     }
-    assert_eq!(acks[0].0, b"held");
-    let qos: Vec<u64> = acks[1..].iter().map(|(_, o)| o.queue_offsets[0]).collect();
+    assert_eq!(acks[n].0, b"no-wait");
+    let qos: Vec<u64> = acks.iter().map(|(_, o)| o.queue_offsets[0]).collect();
     assert_eq!(
         qos,
-        (1..=n as u64).collect::<Vec<_>>(),
+        (1..=n as u64 + 1).collect::<Vec<_>>(),
         "completed in commit-log order"
     );
-    let stats = w.group_commit_stats().unwrap();
-    let rounds = stats.group_commits.load(Ordering::Relaxed);
-    // One round for "held", one for everything written meanwhile, and at most one more for a
-    // batch the writer was still handing over when the gate opened.
-    assert!((2..=3).contains(&rounds), "{rounds} fdatasync rounds");
-    assert_eq!(stats.records.load(Ordering::Relaxed), n as u64 + 1);
-    let end = early.phy_offsets[0] + 99;
+    assert_eq!(
+        stats.group_commits.load(Ordering::Relaxed),
+        2,
+        "one round for everything that waited"
+    );
+    assert_eq!(stats.records.load(Ordering::Relaxed), n as u64 + 2);
+    let end = acks[n].1.phy_offsets[0] + 99;
     assert_eq!(w.max_phy_offset(), end);
     assert_eq!(units.lock().unwrap().len(), n + 2);
     w.shutdown().unwrap();

@@ -5,17 +5,12 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::{Completion, WriterCore};
+use super::WriterCore;
 use crate::constants::{ASYNC_FLUSH_EAGER_BYTES, DISK_FULL_RECHECK_MS, OS_PAGE_SIZE};
 use crate::store::retention;
-use crate::writer::flusher::FlushJob;
 
 impl WriterCore {
     pub(super) fn next_tick_in(&self) -> Duration {
-        if !self.index_pending.is_empty() {
-            // Keys wait for the group commit in flight, which takes about one fdatasync.
-            return Duration::from_millis(1);
-        }
         let flush = Duration::from_millis(self.cfg.flush_interval_commit_log_ms.max(1));
         let ret = self.retention_interval();
         let a = flush.saturating_sub(self.last_flush.elapsed());
@@ -44,7 +39,7 @@ impl WriterCore {
             self.periodic_flush();
         } else {
             let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
-            self.submit_async_flush(least.max(ASYNC_FLUSH_EAGER_BYTES), false);
+            self.start_async_flush(least.max(ASYNC_FLUSH_EAGER_BYTES), false);
         }
         if self.last_retention.elapsed() >= self.retention_interval() {
             self.last_retention = Instant::now();
@@ -77,6 +72,13 @@ impl WriterCore {
         }
     }
 
+    /// After a batch under ASYNC_FLUSH: a burst is written to disk while the writer appends,
+    /// not after it.
+    pub(super) fn eager_async_flush(&mut self) {
+        let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
+        self.start_async_flush(least.max(ASYNC_FLUSH_EAGER_BYTES), false);
+    }
+
     pub(super) fn publish_writable(&self) {
         self.published
             .writable
@@ -88,51 +90,19 @@ impl WriterCore {
             >= Duration::from_millis(self.cfg.flush_commit_log_thorough_interval_ms);
         self.last_flush = Instant::now();
         self.observe_flush_failure();
-        // SYNC_FLUSH has nothing to do here: every written batch is already with the
-        // group-commit thread.
+        // SYNC_FLUSH has nothing to do here: every written group already waits for its round.
         let least = u64::from(self.cfg.flush_commit_log_least_pages) * OS_PAGE_SIZE;
-        self.submit_async_flush(least, thorough);
+        self.start_async_flush(least, thorough);
         if thorough {
             self.last_thorough = Instant::now();
         }
         self.write_checkpoint();
     }
 
-    /// ASYNC_FLUSH: hands the flusher everything written since its last job, if it is idle and
-    /// at least `least` bytes are dirty (any amount when `thorough`). On the interval `least` is
-    /// `flushCommitLogLeastPages`; after a batch it is ASYNC_FLUSH_EAGER_BYTES, so a burst is
-    /// written to disk while the writer appends instead of after it.
-    fn submit_async_flush(&mut self, least: u64, thorough: bool) {
-        let Some(f) = self.flusher.as_ref() else {
-            return;
-        };
-        let dirty = self.log.max_phy_offset() - self.async_submitted;
-        if dirty == 0 || (dirty < least && !thorough) || f.state.busy.load(Ordering::Acquire) {
-            return;
-        }
-        let job = FlushJob {
-            files: self.log.files_from(self.async_submitted),
-            upto_phy: self.log.max_phy_offset(),
-            store_timestamp: self.log.last_store_timestamp(),
-        };
-        if f.submit(job) {
-            self.async_submitted = self.log.max_phy_offset();
-        }
-    }
-
     fn flushed_timestamp(&self) -> i64 {
-        let async_ts = self
-            .flusher
-            .as_ref()
-            .map_or(0, |f| f.state.flushed_timestamp.load(Ordering::Acquire));
-        let sync_ts = match &self.completion {
-            Completion::GroupCommit(gc) => gc.state.flushed_timestamp.load(Ordering::Acquire),
-            Completion::Inline(_) => 0,
-        };
         self.log
             .flushed_store_timestamp()
-            .max(async_ts)
-            .max(sync_ts)
+            .max(self.durable.flushed_timestamp)
     }
 
     fn write_checkpoint(&mut self) {

@@ -3,7 +3,7 @@
 //! append after it lands at the new end.
 //!
 //! Order, chosen so that a crash at any step leaves a store recovery reads correctly: check the
-//! offset (nothing changes if refused); let the flush threads finish what they hold; have every
+//! offset (nothing changes if refused); let the syncs on the ring complete; have every
 //! consume queue cut and fdatasync what the owners changed (a unit left pointing past the cut
 //! would name whatever is appended there next); cut the index (msynced); cut the commit log
 //! (later segments unlinked, the tail zeroed, all fdatasync'd); then move the positions,
@@ -15,13 +15,12 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::{Completion, WriterCore};
+use super::WriterCore;
 use crate::store::{CqCutFiles, StoreError};
-use crate::writer::group_commit::GroupCommitRequest;
-use crate::writer::{AppendOutcome, AppendStatus, CqTruncate, StartReply};
+use crate::writer::{CqTruncate, StartReply};
 
-/// How long the writer waits for the flush threads to drain and for the consume queues' owners
-/// to answer a truncation.
+/// How long the writer waits for its syncs to drain and for the consume queues' owners to
+/// answer a truncation.
 const TRUNCATE_WAIT: Duration = Duration::from_secs(30);
 
 impl WriterCore {
@@ -71,13 +70,7 @@ impl WriterCore {
             self.log.start_empty_at(offset)?;
         }
         let end = self.log.max_phy_offset();
-        self.async_submitted = end;
-        if let Some(f) = &self.flusher {
-            f.state.flushed_phy.store(end, Ordering::Release);
-        }
-        if let Completion::GroupCommit(gc) = &self.completion {
-            gc.state.flushed_phy.store(end, Ordering::Release);
-        }
+        self.durable.reset_to(end);
         for ((topic, queue_id), next) in back {
             if let Some(q) = self.queue_offsets.get_mut(topic.as_str()) {
                 q.insert(queue_id, next);
@@ -93,52 +86,13 @@ impl WriterCore {
         Ok(())
     }
 
-    /// Waits until every batch written so far is published, dispatched and (SYNC_FLUSH)
-    /// indexed, and no flush is running, then flushes the whole log.
+    /// Waits until every batch written so far is durable, published, handed to the shards and
+    /// (SYNC_FLUSH) indexed, and no sync runs, then flushes the whole log.
     fn quiesce(&mut self) -> Result<(), StoreError> {
         let deadline = Instant::now() + TRUNCATE_WAIT;
-        if let Some(f) = &self.flusher {
-            while f.state.busy.load(Ordering::Acquire) {
-                if Instant::now() >= deadline {
-                    return Err(StoreError::NotWritable(
-                        "the async flush did not finish before a truncation".into(),
-                    ));
-                }
-                std::thread::park_timeout(Duration::from_micros(200));
-            }
-        }
-        if let Completion::GroupCommit(gc) = &self.completion {
-            let (tx, rx) = crossbeam_channel::bounded(1);
-            let barrier = GroupCommitRequest {
-                files: Vec::new(),
-                upto_phy: self.log.max_phy_offset(),
-                store_timestamp: self.log.last_store_timestamp(),
-                units: Vec::new(),
-                waiters: vec![(
-                    Box::new(move |r: Result<AppendOutcome, StoreError>| {
-                        // The writer waits for this; it is gone only if it gave up.
-                        let _waiting = tx.send(r.map(|_| ()));
-                    }),
-                    AppendOutcome {
-                        status: AppendStatus::PutOk,
-                        phy_offsets: Vec::new(),
-                        queue_offsets: Vec::new(),
-                        store_timestamp: 0,
-                    },
-                )],
-                deadline: None,
-                truncate: None,
-            };
-            if gc.submit(barrier).is_err() {
-                return Err(StoreError::NotWritable(
-                    "the group-commit thread stopped".into(),
-                ));
-            }
-            rx.recv_deadline(deadline).map_err(|_| {
-                StoreError::NotWritable("the group commit did not drain before a truncation".into())
-            })??;
-            self.index_durable();
-        }
+        self.drain_rounds(deadline)?;
+        self.deliver_all(deadline)?;
+        self.index_durable();
         self.index_pending.clear();
         self.observe_flush_failure();
         if self.flush_failed {
@@ -150,40 +104,45 @@ impl WriterCore {
         Ok(())
     }
 
-    /// Hands the consume-queue cut to the dispatcher (through the group-commit thread under
-    /// SYNC_FLUSH, which dispatches in order), collects every owner's answer and fdatasyncs the
-    /// files and directories they changed.
+    /// Waits until the shards took every completion kept for them.
+    fn deliver_all(&mut self, deadline: Instant) -> Result<(), StoreError> {
+        while !self.dispatcher.flush() {
+            if Instant::now() >= deadline {
+                return Err(StoreError::NotWritable(
+                    "the shards did not take the writer's completions before a truncation".into(),
+                ));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(())
+    }
+
+    /// Hands the consume-queue cut to the dispatcher (behind every unit dispatched before),
+    /// collects every owner's answer and fdatasyncs the files and directories they changed.
     fn cut_consume_queues(&mut self, offset: u64) -> Result<(), StoreError> {
         let (cut, answers) = CqTruncate::new(offset);
-        match &mut self.completion {
-            Completion::Inline(d) => d.truncate(cut),
-            Completion::GroupCommit(gc) => {
-                let marker = GroupCommitRequest {
-                    files: Vec::new(),
-                    upto_phy: self.log.max_phy_offset(),
-                    store_timestamp: self.log.last_store_timestamp(),
-                    units: Vec::new(),
-                    waiters: Vec::new(),
-                    deadline: None,
-                    truncate: Some(Box::new(cut)),
-                };
-                if gc.submit(marker).is_err() {
-                    return Err(StoreError::NotWritable(
-                        "the group-commit thread stopped".into(),
-                    ));
-                }
-            }
-        }
+        self.dispatcher.truncate(cut);
         let deadline = Instant::now() + TRUNCATE_WAIT;
         let mut got = 0;
         let mut expected = 1;
         let mut files = CqCutFiles::default();
         while got < expected {
-            let a = answers.recv_deadline(deadline).map_err(|_| {
-                StoreError::NotWritable(format!(
-                    "{got} of {expected} consume-queue owners answered a truncation in time"
-                ))
-            })?;
+            // The cut may wait in the dispatcher for room on a shard.
+            let kept = !self.dispatcher.flush();
+            let wait = if kept {
+                Duration::from_micros(200)
+            } else {
+                deadline.saturating_duration_since(Instant::now())
+            };
+            let a = match answers.recv_timeout(wait) {
+                Ok(a) => a,
+                Err(_) if Instant::now() < deadline => continue,
+                Err(_) => {
+                    return Err(StoreError::NotWritable(format!(
+                        "{got} of {expected} consume-queue owners answered a truncation in time"
+                    )))
+                }
+            };
             expected = a.answers;
             got += 1;
             let cut = a.result?;
