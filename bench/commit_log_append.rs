@@ -22,9 +22,9 @@
 //! 0 or 1 forces `warmMapedFileEnable` off or on, to see what warming buys),
 //! RINGMQ_BENCH_PIN (unset or 1: threads placed as the broker places them, writer and
 //! group commit on the last core, shard threads on the others; 0: all left to the scheduler),
-//! RINGMQ_BENCH_ONLY=async|sync|sync-new|sync-reused|sync-threads|ceiling (only the ASYNC run,
-//! the shard-shaped SYNC run on a fresh store, into new space or on reused segments, the
-//! thread-shaped one or the group-commit ceiling, and no ratio: for comparing settings back to
+//! RINGMQ_BENCH_ONLY=async|sync|sync-new|sync-reused|sync-threads|ceiling|raw (only the ASYNC
+//! run, the shard-shaped SYNC run on a fresh store, into new space or on reused segments, the
+//! thread-shaped one, the group-commit ceiling or the raw rate, and no ratio: for comparing settings back to
 //! back or profiling one).
 //!
 //! Besides the raw rate, the full run measures the disk's group-commit ceiling: one 64 KiB write
@@ -506,10 +506,14 @@ fn main() {
                 let (mbs, msgs) = async_rate(dir.join("async"), (mb << 20) / 1024);
                 println!("ASYNC_FLUSH append: {mbs:.0} MB/s, {msgs:.0} msg/s");
             }
+            "raw" => {
+                let mbs = raw_rate(&dir, mb << 20);
+                println!("raw preallocated write + fdatasync: {mbs:.0} MB/s");
+            }
             other => {
                 panic!(
                     "RINGMQ_BENCH_ONLY={other}: expected async, sync, sync-new, sync-reused, \
-                     sync-threads or ceiling"
+                     sync-threads, ceiling or raw"
                 )
             }
         }

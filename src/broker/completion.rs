@@ -25,7 +25,6 @@ use std::task::{Context, Poll, Waker};
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::broker::shard::{owner_of, Shard};
 use crate::store::StoreError;
 use crate::writer::{AppendOutcome, CqTruncate, DispatchRun, Dispatcher, ShardReply};
 
@@ -94,10 +93,14 @@ fn fences_met(queues: &[CompletionQueue], fences: &[(u16, u64)]) -> bool {
         .all(|&(j, seq)| queues[j as usize].applied.load(Ordering::SeqCst) >= seq)
 }
 
+/// Which shard owns a queue (`shard::owner_of`): (topic, queue id, shard count) -> shard.
+pub type OwnerOf = fn(&str, u32, usize) -> usize;
+
 /// The writer's side: routes each group's units to their owners and the replies to the shards
 /// that asked, with the fences between them.
 pub struct ShardDispatcher {
     queues: CompletionQueues,
+    owner_of: OwnerOf,
     /// Per shard: the last sequence number given out.
     last_seq: Vec<u64>,
     /// Per shard: items its full queue refused, oldest first.
@@ -105,10 +108,11 @@ pub struct ShardDispatcher {
 }
 
 impl ShardDispatcher {
-    pub fn new(queues: CompletionQueues) -> Self {
+    pub fn new(queues: CompletionQueues, owner_of: OwnerOf) -> Self {
         let n = queues.len();
         ShardDispatcher {
             queues,
+            owner_of,
             last_seq: vec![0; n],
             kept: (0..n).map(|_| VecDeque::new()).collect(),
         }
@@ -155,7 +159,7 @@ impl Dispatcher for ShardDispatcher {
         let mut items: Vec<Option<Completed>> = (0..n).map(|_| None).collect();
         let mut with_units = Vec::new();
         for r in runs {
-            let o = owner_of(&r.topic, r.queue_id, n);
+            let o = (self.owner_of)(&r.topic, r.queue_id, n);
             let i = self.item(&mut items, o);
             if let Some(it) = items[i].as_mut() {
                 if it.runs.is_empty() {
@@ -390,11 +394,25 @@ impl Drop for AppendWait<'_> {
     }
 }
 
+/// What a shard's draining task works on (the shard itself).
+pub trait CompletionTarget {
+    /// This shard's number.
+    fn shard_id(&self) -> usize;
+    fn completion_queues(&self) -> &CompletionQueues;
+    fn completions(&self) -> &ShardCompletions;
+    /// Appends units to the owned consume queues and wakes their parked pulls.
+    fn apply_units(&self, runs: Vec<DispatchRun>);
+    /// Cuts the owned consume queues (a truncation of the commit log) and answers the writer.
+    fn apply_truncate(&self, cut: CqTruncate);
+    /// The writer waits for room in this shard's queue.
+    fn wake_writer(&self);
+}
+
 /// The shard's task draining its completion queue: units applied, then replies answered (or
 /// held behind their fences); the owners it waits for wake it, and it wakes the writer when it
 /// made room the writer is waiting for. Runs for the shard's life.
-pub async fn run(shard: Rc<Shard>) {
-    let me = shard.id;
+pub async fn run<T: CompletionTarget>(shard: Rc<T>) {
+    let me = shard.shard_id();
     let queues = shard.completion_queues().clone();
     let q = &queues[me];
     loop {
@@ -402,10 +420,10 @@ pub async fn run(shard: Rc<Shard>) {
         while let Some(item) = q.items.pop() {
             applied_any = true;
             if !item.runs.is_empty() {
-                shard.on_dispatch(item.runs);
+                shard.apply_units(item.runs);
             }
             if let Some(cut) = item.truncate {
-                shard.on_truncate(cut);
+                shard.apply_truncate(cut);
             }
             q.applied.store(item.seq, Ordering::SeqCst);
             let c = shard.completions();
@@ -427,7 +445,7 @@ pub async fn run(shard: Rc<Shard>) {
                 }
             }
             if q.writer_waiting.swap(false, Ordering::SeqCst) {
-                shard.ctx.writer.wake();
+                shard.wake_writer();
             }
         }
         shard.completions().release_fenced(me, &queues);

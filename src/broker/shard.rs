@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::broker::completion::{CompletionQueues, ShardCompletions};
+use crate::broker::completion::{CompletionQueues, CompletionTarget, ShardCompletions};
 use crate::broker::group_transfer::{GroupTransfer, SlaveAcks};
 use crate::broker::long_poll::Waiter;
 use crate::broker::metadata::topic_validator::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
@@ -233,11 +233,6 @@ impl Shard {
     /// The shard owning (topic, queue_id).
     pub fn owner(&self, topic: &str, queue_id: u32) -> usize {
         owner_of(topic, queue_id, self.ctx.shard_count)
-    }
-
-    /// Every shard's completion queue.
-    pub fn completion_queues(&self) -> &CompletionQueues {
-        &self.completion_queues
     }
 
     /// This shard's appends waiting for the writer's reply.
@@ -521,3 +516,24 @@ impl Shard {
 }
 
 pub type ShardRc = Rc<Shard>;
+
+impl CompletionTarget for Shard {
+    fn shard_id(&self) -> usize {
+        self.id
+    }
+    fn completion_queues(&self) -> &CompletionQueues {
+        &self.completion_queues
+    }
+    fn completions(&self) -> &ShardCompletions {
+        &self.completions
+    }
+    fn apply_units(&self, runs: Vec<DispatchRun>) {
+        self.on_dispatch(runs);
+    }
+    fn apply_truncate(&self, cut: CqTruncate) {
+        self.on_truncate(cut);
+    }
+    fn wake_writer(&self) {
+        self.ctx.writer.wake();
+    }
+}

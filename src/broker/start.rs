@@ -157,7 +157,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let writer = writer::spawn_writer(
         writer_parts,
         &store_cfg,
-        Box::new(ShardDispatcher::new(completion_queues.clone())),
+        Box::new(ShardDispatcher::new(completion_queues.clone(), owner_of)),
     )?;
     let delay_levels = cfg.store.delay_levels.clone();
     let mut delay_split: Vec<std::collections::BTreeMap<i32, i64>> = vec![Default::default(); n];
