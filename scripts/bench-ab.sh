@@ -8,8 +8,9 @@
 #   scripts/bench-ab.sh OLD_RINGMQ NEW_RINGMQ
 #
 # Knobs: WORKLOADS ["W2 W3"] (W2: sync sends, 16 in flight; W3: batches of 32, 16 in flight;
-# W1: one at a time), REPEATS [3], DURATION [10], WARMUP [2], BENCH [ringmq-bench of the
-# release target dir].
+# W1: one at a time; W5: 10k msg/s fixed rate, end to end; W6: SYNC_FLUSH sends, 64 in flight,
+# on a broker started with flushDiskType=SYNC_FLUSH), REPEATS [3], DURATION [10], WARMUP [2],
+# BENCH [ringmq-bench of the release target dir]. Medians of throughput and of p99 latency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=${1:?usage: scripts/bench-ab.sh OLD_RINGMQ NEW_RINGMQ}
@@ -50,13 +51,18 @@ args_of() {
     W1) echo "send --connections 1 --inflight 1 $common" ;;
     W2) echo "send --inflight 16 $common" ;;
     W3) echo "batch --batch 32 --inflight 16 $common" ;;
+    W5) echo "e2e --rate 10000 $common" ;;
+    W6) echo "send --inflight 64 $common" ;;
     *) echo "unknown workload $1" >&2; exit 1 ;;
   esac
 }
 
 run_one() { # label binary workload
   STORE=$(mktemp -d /tmp/ringmq-ab-store.XXXXXX)
-  "$2" serve --store-dir "$STORE/store" -o brokerIP1=127.0.0.1 >"$OUT/$1-$3.log" 2>&1 &
+  local flush=ASYNC_FLUSH
+  [[ $3 == W6 ]] && flush=SYNC_FLUSH
+  "$2" serve --store-dir "$STORE/store" -o brokerIP1=127.0.0.1 -o flushDiskType=$flush \
+    >"$OUT/$1-$3.log" 2>&1 &
   BROKER_PID=$!
   wait_port 9876 30 && wait_port 10911 30 || { echo "$1 did not open its ports" >&2; exit 1; }
   # shellcheck disable=SC2046
@@ -78,7 +84,7 @@ import json, statistics, sys
 out, workloads = sys.argv[1], sys.argv[2:]
 for w in workloads:
     runs = [json.loads(l) for l in open(f"{out}/{w}.jsonl") if l.strip()]
-    med = {}
+    med, med99 = {}, {}
     for label in ("A", "B"):
         mine = [r for r in runs if r.get("label") == label]
         rates = [r["throughput_msgs"] for r in mine]
@@ -87,6 +93,8 @@ for w in workloads:
         print(f"{w} {label}: msg/s {', '.join(f'{x:,.0f}' for x in rates)}; "
               f"p99 us {p99}; steal % {steal}")
         med[label] = statistics.median(rates)
-    print(f"{w} median B/A = {med['B'] / med['A']:.3f}")
+        med99[label] = statistics.median(p99)
+    print(f"{w} median B/A = {med['B'] / med['A']:.3f}; median p99 us A {med99['A']:.0f}, "
+          f"B {med99['B']:.0f}")
 PY
 echo "raw lines: $OUT"

@@ -1,6 +1,7 @@
 //! Where `ringmq serve` puts its threads with `pinCores` (the default): shards on the first
-//! cores, the writer with its group commit and segment allocator on the last one, and the
-//! ASYNC flusher on the first shard's core, off the writer's. Read from the running broker's `/proc/<pid>/task/*/status`.
+//! cores, the writer and its segment allocator on the last one, and no flush thread in either
+//! mode (the writer's fdatasyncs go through its own io_uring ring). Read from the running
+//! broker's `/proc/<pid>/task/*/status`.
 
 mod raw_support;
 
@@ -48,22 +49,18 @@ fn pinned_threads_sit_where_the_broker_puts_them() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 2 {
         // One core: the broker pins nothing and there is no placement to check; only that the
-        // flusher runs.
+        // writer runs.
         let b = RawBroker::start(&["flushDiskType=ASYNC_FLUSH"]);
-        wait_for(b.child.id(), "ringmq-flush");
+        wait_for(b.child.id(), "ringmq-writer");
         return;
     }
     let (first, last) = ("0".to_string(), (cores - 1).to_string());
-    for (flush, helper, helper_core) in [
-        ("ASYNC_FLUSH", "ringmq-flush", &first),
-        ("SYNC_FLUSH", "ringmq-sync-flu", &last),
-    ] {
+    for flush in ["ASYNC_FLUSH", "SYNC_FLUSH"] {
         let b = RawBroker::start(&[&format!("flushDiskType={flush}")]);
         let pid = b.child.id();
         for (comm, want) in [
             ("ringmq-writer", &last),
             ("ringmq-prealloc", &last),
-            (helper, helper_core),
             ("ringmq-shard-0", &first),
         ] {
             let got = wait_for(pid, comm);
@@ -72,6 +69,12 @@ fn pinned_threads_sit_where_the_broker_puts_them() {
             assert!(
                 got.iter().any(|c| c == want),
                 "{flush}: {comm} runs on {got:?}, expected {want}"
+            );
+        }
+        for gone in ["ringmq-flush", "ringmq-sync-flu"] {
+            assert!(
+                placements(pid, gone).is_empty(),
+                "{flush}: a {gone} thread runs"
             );
         }
     }
