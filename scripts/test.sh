@@ -6,7 +6,8 @@
 # RINGMQ_TEST_FLUSH_DISK_TYPE=SYNC_FLUSH runs every test broker under group commit instead of the
 # default ASYNC_FLUSH (tests that choose a flush mode keep theirs). The protocol-level tests
 # (tests/raw_*) run a second time that way at the end: SYNC_FLUSH takes other paths through the
-# writer (the group-commit thread publishes, dispatches and replies; keys are indexed later).
+# writer (replies wait for the group commit's fdatasync on the writer's ring; keys are indexed
+# later).
 # The C++-client tests need python3 with venv and PyPI (scripts/python-env.sh, RINGMQ_VENV).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -158,9 +158,9 @@ pub const WRITER_BATCH_MAX_RECORDS: usize = 1024;
 pub const ASYNC_FLUSH_EAGER_BYTES: u64 = 8 << 20;
 /// Upper bound of bytes in one writer batch (soft, as above).
 pub const WRITER_BATCH_MAX_BYTES: usize = 4 << 20;
-/// Written SYNC_FLUSH batches queued for the group-commit thread; a full queue stalls the
-/// writer (its inbox then answers busy). With the batch bound this caps the bytes written but
-/// not yet covered by an fdatasync at 2 x 16 x 4 MiB (queued + the group being synced).
+/// Half the written SYNC_FLUSH batches that may wait for their fdatasync round; past 2 x this
+/// the writer takes no appends (its inbox then answers busy). With the batch bound this caps
+/// the bytes written but not yet covered by an fdatasync at 2 x 16 x 4 MiB.
 pub const GROUP_COMMIT_QUEUE_CAPACITY: usize = 16;
 /// Longest a SYNC_FLUSH group waits for the appenders the previous group released (it also
 /// waits at most half the previous round): a few hundred µs buys a sync covering all of them.

@@ -10,7 +10,7 @@
 //! zeros over a new (not reused) segment. `take` raises the `wanted` flag and unparks the helper first, so a
 //! writer that catches up with the warming waits for one 1 MiB write at most, never for the
 //! whole segment or a pacing pause. While group commits run, the warming writes in the disk's
-//! idle windows the group-commit thread signals through the allocator's `WarmGate`, and not at
+//! idle windows the writer's group commits signal through the allocator's `WarmGate`, and not at
 //! all while their syncs keep the disk saturated (`WarmGate::disk_saturated`).
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -18,7 +18,7 @@
 //! only make the burst pay for the next segment while it still fills a warm one. So it holds
 //! back while the disk is saturated and catches up in the windows and idle time that follow.
 //!
-//! Shared by the group-commit thread (`sync_started`, `round_done`: the only writer of the
+//! Shared by the writer's group commits (`sync_started`, `round_done`: the only writer of the
 //! round fields) and the "ringmq-prealloc" thread (the only reader that waits); plain atomics
 //! and an unpark, no lock, so the group commit never waits on the warming.
 

@@ -1,10 +1,10 @@
 //! The CommitLog writer: one dedicated std thread ("ringmq-writer", optionally pinned) that is
-//! the only mutator of the commit log. It is the sequencer: it assigns physical and queue
-//! offsets, copies records into the mapped segment, then completes the batch: under
-//! ASYNC_FLUSH it publishes, dispatches the new consume-queue units, replies and indexes keys
-//! itself; under SYNC_FLUSH it hands the batch to the group-commit thread ("ringmq-sync-flush",
-//! `group_commit`), which owns publish, dispatch and the flush-waiting replies in that mode,
-//! and indexes the keys once that thread reports the batch durable.
+//! the only mutator of the commit log, an event loop on its own io_uring ring (`ring`). It is
+//! the sequencer: it assigns physical and queue offsets, copies records into the mapped
+//! segment, then completes the batch: under ASYNC_FLUSH it publishes, hands the new
+//! consume-queue units and the replies to its `Dispatcher` and indexes keys at once; under
+//! SYNC_FLUSH it keeps the batch until the fdatasync round covering it completes on the ring
+//! (`core/commit`), then does the same.
 //!
 //! Callers: shards hold a `WriterSender` and call `try_append` (never blocks; a full inbox is
 //! SYSTEM_BUSY for the caller), `try_drop_topic` when a topic is deleted (its queue
@@ -12,9 +12,9 @@
 //! begins at a later segment), and, on an AutoSwitch slave whose log went past its new
 //! master's, `try_truncate_to` (the log, its consume queues, index and queue offsets go back to
 //! an earlier record); the runtime owns the `WriterHandle` and calls `shutdown`.
-//! Invariants: replies happen after the write and, for SYNC_FLUSH + wait_flush, after the
-//! fdatasync covering the record (SYNC_FLUSH requests with wait_flush = false are answered
-//! right after the write); dispatch of a batch precedes its flush-waiting replies;
+//! Invariants: replies happen after the write and, under SYNC_FLUSH, after the fdatasync
+//! covering the record (wait_flush only decides whether a late round says
+//! FLUSH_DISK_TIMEOUT); a batch's units go to the dispatcher with or before its replies;
 //! `max_phy_offset` is published before dispatch, in commit-log order, and never covers bytes
 //! a failed batch wrote or, under SYNC_FLUSH, bytes no successful fdatasync covered; after a
 //! failed flush appends are refused and a shutdown leaves the abort file for recovery.

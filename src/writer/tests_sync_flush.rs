@@ -1,4 +1,5 @@
-//! Writer tests of SYNC_FLUSH group commit: pipelining while the group-commit thread is busy,
+//! Writer tests of SYNC_FLUSH group commit: completion in order through the shards'
+//! back-pressure,
 //! the warming gate, FLUSH_DISK_TIMEOUT for a slow fdatasync, keys indexed only after their
 //! group commit.
 
