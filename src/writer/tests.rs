@@ -350,7 +350,10 @@ fn records_with_the_body_apart_are_written_as_whole_ones() {
 /// exists in either mode: the syncs go through the writer's own ring.
 #[test]
 fn writer_core_threads_are_pinned_to_it() {
-    let core = crate::runtime::available_cores() - 1;
+    use crate::runtime::{Role, ThreadPlan};
+    // One core: a plan that pins nothing; the core below is then the only one, 0.
+    let plan = ThreadPlan::for_this_process(true);
+    let core = plan.core(Role::Writer).unwrap_or(0);
     // Other tests' writers run in this process too, unpinned: look for one pinned thread of
     // each name (only a writer core pins them).
     let pinned = |name: &str, core: usize| {
@@ -367,11 +370,11 @@ fn writer_core_threads_are_pinned_to_it() {
     };
     for flush in [FlushDiskType::SyncFlush, FlushDiskType::AsyncFlush] {
         let dir = tempfile::tempdir().unwrap();
-        let c = StoreConfig {
-            writer_core: Some(core),
+        let mut c = StoreConfig {
             flush_disk_type: flush,
             ..cfg(dir.path(), 1 << 20)
         };
+        c.place_threads(plan);
         let w = start(&c, Box::new(NullDispatcher));
         append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
         for (name, on) in [("ringmq-writer", core), ("ringmq-prealloc", core)] {
