@@ -67,7 +67,7 @@ fn pinned_threads_sit_where_the_broker_puts_them() {
             // One thread of each name: a shard's file-work thread has a name of its own.
             assert_eq!(
                 got,
-                [want.clone()],
+                std::slice::from_ref(want),
                 "{flush}: {comm} runs on {got:?}, expected {want}"
             );
         }

@@ -30,7 +30,7 @@ use crate::constants::SHARD_MAILBOX_CAPACITY;
 use crate::remoting::connection::{serve, ConnLimits};
 use crate::remoting::{ConnHandle, ConnInfo, ResponseTable};
 use crate::runtime::net::{bind_reuseport, Listener};
-use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, Role, ThreadPlan};
+use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, Role};
 use crate::store::consume_queue::ConsumeQueue;
 use crate::writer::{self, WriterHandle};
 
@@ -81,7 +81,7 @@ struct ShardParts {
     open_connections: Arc<AtomicUsize>,
 }
 
-fn shard_count(cfg: &BrokerConfig) -> usize {
+pub(crate) fn shard_count(cfg: &BrokerConfig) -> usize {
     if cfg.shard_count > 0 {
         return cfg.shard_count;
     }
@@ -140,7 +140,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     }
     let mut store_cfg = cfg.store.clone();
     // The writer's helper threads start at open, so the store learns the plan here.
-    let plan = ThreadPlan::for_this_process(cfg.pin_cores);
+    let plan = crate::broker::threads::thread_plan(&cfg);
     store_cfg.place_threads(plan);
     let opened = crate::store::open(&store_cfg)?;
     if opened.recovered_from_crash {
