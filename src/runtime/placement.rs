@@ -95,6 +95,20 @@ impl Role {
         }
     }
 
+    /// Where a pinning plan puts the role, in words (the architecture's table says the same).
+    pub fn core_rule(self) -> &'static str {
+        match self {
+            Role::Shard(_) | Role::ShardFiles(_) => "N % (cores - 1)",
+            Role::Writer | Role::SyncFlush | Role::Prealloc => "last",
+            Role::Flush => "0",
+            Role::Checkpoint
+            | Role::CleanFiles
+            | Role::Namesrv
+            | Role::NamesrvFiles
+            | Role::Controller => "any",
+        }
+    }
+
     /// True for the roles no plan pins: [`spawn_unpinned`] may start them without a plan.
     pub fn never_pinned(self) -> bool {
         matches!(

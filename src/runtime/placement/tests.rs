@@ -174,3 +174,57 @@ fn threads_start_only_through_the_plan() {
         found.join("\n")
     );
 }
+
+/// Each role's rule in words says what `core` does: "last" is the last core, "0" the first,
+/// "N % (cores - 1)" shard N's, "any" unpinned.
+#[test]
+fn core_rules_say_what_core_does() {
+    let p = ThreadPlan::new(4, true);
+    for kind in Role::KINDS {
+        let role = match kind {
+            Role::Shard(_) => Role::Shard(5),
+            Role::ShardFiles(_) => Role::ShardFiles(5),
+            other => other,
+        };
+        let want = match kind.core_rule() {
+            "last" => Some(3),
+            "0" => Some(0),
+            "N % (cores - 1)" => Some(5 % 3),
+            "any" => None,
+            other => panic!("{kind:?}: unknown rule {other}"),
+        };
+        assert_eq!(p.core(role), want, "{kind:?}");
+    }
+}
+
+/// ARCHITECTURE.md's "Threads" table is the plan: one row per kind of thread (the main thread
+/// aside), named as the plan names it, with the plan's core rule.
+#[test]
+fn architecture_table_is_the_plan() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.starts_with("Threads\n"))
+        .expect("a Threads section");
+    let mut rows: Vec<(String, String)> = section
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            // | `name` | job | core |
+            let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((
+                name.to_string(),
+                cells.get(3)?.trim_matches('`').to_string(),
+            ))
+        })
+        .filter(|(name, _)| name != "ringmq")
+        .collect();
+    rows.sort();
+    let mut want: Vec<(String, String)> = Role::KINDS
+        .iter()
+        .map(|r| (r.kind_name().to_string(), r.core_rule().to_string()))
+        .collect();
+    want.sort();
+    assert_eq!(rows, want);
+}
