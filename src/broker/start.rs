@@ -81,13 +81,6 @@ struct ShardParts {
     open_connections: Arc<AtomicUsize>,
 }
 
-pub(crate) fn shard_count(cfg: &BrokerConfig) -> usize {
-    if cfg.shard_count > 0 {
-        return cfg.shard_count;
-    }
-    runtime::default_shard_count()
-}
-
 fn bind_all(
     addr: SocketAddr,
     n: usize,
@@ -108,7 +101,7 @@ fn bind_all(
 /// Opens the store and starts the writer and the shards.
 pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     cfg.validate()?;
-    let n = shard_count(&cfg);
+    let n = crate::broker::threads::shard_count(&cfg);
     let (listen_addr, mut main_listeners) = bind_all(cfg.listen_addr, n)?;
     let mut fast_listeners = Vec::new();
     let mut fast_addr = None;

@@ -8,6 +8,14 @@ use crate::config::BrokerConfig;
 use crate::runtime::placement::{PlannedThread, ThreadPlan, Workload};
 use crate::store::config::FlushDiskType;
 
+/// The broker's shards: `shardCount`, or one per core less the writer's.
+pub fn shard_count(cfg: &BrokerConfig) -> usize {
+    if cfg.shard_count > 0 {
+        return cfg.shard_count;
+    }
+    crate::runtime::default_shard_count()
+}
+
 /// Where this broker's threads run.
 pub fn thread_plan(cfg: &BrokerConfig) -> ThreadPlan {
     ThreadPlan::for_this_process(cfg.pin_cores)
@@ -17,7 +25,7 @@ pub fn thread_plan(cfg: &BrokerConfig) -> ThreadPlan {
 /// controller (`controller`) when it embeds them; the main thread aside.
 pub fn planned_threads(cfg: &BrokerConfig, namesrv: bool, controller: bool) -> Vec<PlannedThread> {
     thread_plan(cfg).threads(&Workload {
-        shards: super::start::shard_count(cfg),
+        shards: shard_count(cfg),
         sync_flush: cfg.store.flush_disk_type == FlushDiskType::SyncFlush,
         namesrv,
         controller,
