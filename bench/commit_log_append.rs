@@ -193,15 +193,14 @@ fn spawn_as_shard(i: u64, f: impl FnOnce() + Send + 'static) -> std::thread::Joi
 
 /// The bench's store: `segment` bytes per commit-log segment (`mappedFileSizeCommitLog`).
 fn store_cfg(root: PathBuf, flush: FlushDiskType, segment: u64) -> StoreConfig {
-    let mut cfg = StoreConfig {
+    StoreConfig {
         flush_disk_type: flush,
         message_index_enable: false,
         warm_mapped_file: std::env::var("RINGMQ_BENCH_WARM").ok().map(|v| v == "1"),
+        threads: thread_plan(),
         mapped_file_size_commit_log: segment,
         ..StoreConfig::with_root(root)
-    };
-    cfg.place_threads(thread_plan());
-    cfg
+    }
 }
 
 /// Returns (MB/s, msg/s) for `n` records appended by one producer, until all replies and the
@@ -449,7 +448,7 @@ fn main() {
     );
     match thread_plan().core(Role::Writer) {
         Some(w) => println!(
-            "  threads as the broker's pinCores: writer and its helpers on core {w}, shard \
+            "  threads as the broker's pinCores: writer and its allocator on core {w}, shard \
              threads on core(s) 0-{}",
             w - 1
         ),

@@ -1,7 +1,7 @@
-//! Where `ringmq serve` puts its threads with `pinCores` (the default): shards on the first
-//! cores, the writer and its segment allocator on the last one, and no flush thread in either
-//! mode (the writer's fdatasyncs go through its own io_uring ring). Read from the running
-//! broker's `/proc/<pid>/task/*/status`.
+//! Where `ringmq serve` puts its threads with `pinCores` (the default): shards and their file
+//! threads on the first cores, the writer and its segment allocator on the last one, and no
+//! flush thread in either mode (the writer's fdatasyncs go through its own io_uring ring). Read
+//! from the running broker's `/proc/<pid>/task/*/status`.
 
 mod raw_support;
 
@@ -62,6 +62,7 @@ fn pinned_threads_sit_where_the_broker_puts_them() {
             ("ringmq-writer", &last),
             ("ringmq-prealloc", &last),
             ("ringmq-shard-0", &first),
+            ("ringmq-files-0", &first),
         ] {
             let got = wait_for(pid, comm);
             // One thread of each name: a shard's file-work thread has a name of its own.

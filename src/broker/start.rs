@@ -134,7 +134,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let mut store_cfg = cfg.store.clone();
     // The writer's helper threads start at open, so the store learns the plan here.
     let plan = crate::broker::threads::thread_plan(&cfg);
-    store_cfg.place_threads(plan);
+    store_cfg.threads = plan;
     let opened = crate::store::open(&store_cfg)?;
     if opened.recovered_from_crash {
         tracing::warn!("previous run did not shut down cleanly; recovered from the commit log");

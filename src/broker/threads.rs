@@ -1,12 +1,11 @@
 //! The threads a process running a broker with this config starts: the thread plan
-//! (`runtime::placement`) applied to the broker's shard count, flush type and `pinCores`, with
+//! (`runtime::placement`) applied to the broker's shard count and `pinCores`, with
 //! or without the embedded name server and controller (`ringmq serve`). Start-up spawns every
 //! one of them through the same plan, so a listing of a running broker's `/proc/PID/task` is
 //! this list (tests/thread_plan.rs checks it).
 
 use crate::config::BrokerConfig;
 use crate::runtime::placement::{PlannedThread, ThreadPlan, Workload};
-use crate::store::config::FlushDiskType;
 
 /// The broker's shards: `shardCount`, or one per core less the writer's.
 pub fn shard_count(cfg: &BrokerConfig) -> usize {
@@ -26,7 +25,6 @@ pub fn thread_plan(cfg: &BrokerConfig) -> ThreadPlan {
 pub fn planned_threads(cfg: &BrokerConfig, namesrv: bool, controller: bool) -> Vec<PlannedThread> {
     thread_plan(cfg).threads(&Workload {
         shards: shard_count(cfg),
-        sync_flush: cfg.store.flush_disk_type == FlushDiskType::SyncFlush,
         namesrv,
         controller,
     })

@@ -4,12 +4,10 @@
 //! process runs, so a listing of `/proc/PID/task` can be checked against it. The benchmarks that
 //! measure the writer and the shards place their threads with the same plan.
 //!
-//! The core rule, with pinning on (`pinCores`) and more than one core: the commit-log writer and
-//! the helpers it hands work to on its hot path (group commit, segment allocator) take the last
-//! core; shard `i` and its file-work thread (glommio's blocking pool behind `spawn_blocking`)
-//! take core `i % (cores - 1)`; the ASYNC flusher runs on the first shard's core, so its
-//! writeback is spread over the shards' spare time instead of slowing every append on the
-//! writer's core. The checkpoint and file-deletion threads, the name server (and its file-work
+//! The core rule, with pinning on (`pinCores`) and more than one core: the commit-log writer (its
+//! fdatasyncs go through its own io_uring ring) and the segment allocator it waits for when it
+//! catches up take the last core; shard `i` and its file-work thread (glommio's blocking pool
+//! behind `spawn_blocking`) take core `i % (cores - 1)`. The checkpoint and file-deletion threads, the name server (and its file-work
 //! thread) and the controller are left to the scheduler: they wait on the disk or the network
 //! and are never on a hot path.
 //! With pinning off or one core, nothing is pinned.
@@ -32,10 +30,6 @@ pub enum Role {
     ShardFiles(usize),
     /// The commit-log writer.
     Writer,
-    /// SYNC_FLUSH group commit (`writer::group_commit`).
-    SyncFlush,
-    /// ASYNC_FLUSH flusher (`writer::flusher`).
-    Flush,
     /// Next commit-log segment, prepared ahead of need (`store::allocator`).
     Prealloc,
     /// The checkpoint file and the index syncs it records (`writer::checkpointer`).
@@ -52,12 +46,10 @@ pub enum Role {
 
 impl Role {
     /// One role of each kind, in the order of the architecture's table (indexed roles as 0).
-    pub const KINDS: [Role; 11] = [
+    pub const KINDS: [Role; 9] = [
         Role::Shard(0),
         Role::ShardFiles(0),
         Role::Writer,
-        Role::SyncFlush,
-        Role::Flush,
         Role::Prealloc,
         Role::Checkpoint,
         Role::CleanFiles,
@@ -83,9 +75,6 @@ impl Role {
             Role::Shard(_) => "ringmq-shard-N",
             Role::ShardFiles(_) => "ringmq-files-N",
             Role::Writer => "ringmq-writer",
-            // `writer::group_commit` names it "ringmq-sync-flush"; Linux keeps 15 bytes.
-            Role::SyncFlush => "ringmq-sync-flu",
-            Role::Flush => "ringmq-flush",
             Role::Prealloc => "ringmq-prealloc",
             Role::Checkpoint => "ringmq-checkpt",
             Role::CleanFiles => "ringmq-clean",
@@ -99,8 +88,7 @@ impl Role {
     pub fn core_rule(self) -> &'static str {
         match self {
             Role::Shard(_) | Role::ShardFiles(_) => "N % (cores - 1)",
-            Role::Writer | Role::SyncFlush | Role::Prealloc => "last",
-            Role::Flush => "0",
+            Role::Writer | Role::Prealloc => "last",
             Role::Checkpoint
             | Role::CleanFiles
             | Role::Namesrv
@@ -127,8 +115,6 @@ impl Role {
 pub struct Workload {
     /// Broker shards (0: no broker, hence no writer either).
     pub shards: usize,
-    /// SYNC_FLUSH (group commit) rather than ASYNC_FLUSH (flusher).
-    pub sync_flush: bool,
     /// The embedded name server (`serve`).
     pub namesrv: bool,
     /// A controller in this process.
@@ -180,8 +166,7 @@ impl ThreadPlan {
         let writer = self.cores - 1;
         Some(match role {
             Role::Shard(i) | Role::ShardFiles(i) => i % writer,
-            Role::Writer | Role::SyncFlush | Role::Prealloc => writer,
-            Role::Flush => 0,
+            Role::Writer | Role::Prealloc => writer,
             Role::Checkpoint
             | Role::CleanFiles
             | Role::Namesrv
@@ -207,13 +192,12 @@ impl ThreadPlan {
             roles.extend([Role::Shard(i), self.files_of(Role::Shard(i))]);
         }
         if w.shards > 0 {
-            roles.extend([Role::Writer, Role::Prealloc, Role::Checkpoint]);
-            roles.push(Role::CleanFiles);
-            roles.push(if w.sync_flush {
-                Role::SyncFlush
-            } else {
-                Role::Flush
-            });
+            roles.extend([
+                Role::Writer,
+                Role::Prealloc,
+                Role::Checkpoint,
+                Role::CleanFiles,
+            ]);
         }
         if w.namesrv {
             roles.extend([Role::Namesrv, self.files_of(Role::Namesrv)]);

@@ -12,7 +12,7 @@ use crate::constants::{
     MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT, RECYCLE_QUARANTINE_MS,
     RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
 };
-use crate::runtime::placement::{Role, ThreadPlan};
+use crate::runtime::placement::ThreadPlan;
 use crate::store::fault::FaultHook;
 use crate::store::tags_code::DelayLevels;
 use crate::store::StoreError;
@@ -64,16 +64,8 @@ pub struct StoreConfig {
     /// thread sleeps, never the writer).
     pub delete_commit_log_files_interval_ms: u64,
     /// Where the store's threads run and what they are called (the writer, the segment
-    /// allocator; see `runtime::placement`). Set with `place_threads`.
+    /// allocator; see `runtime::placement`). Default: nothing pinned.
     pub threads: ThreadPlan,
-    /// The plan's core for the writer and the group commit (SYNC_FLUSH), which starts its own
-    /// thread; `place_threads` sets it.
-    pub writer_core: Option<usize>,
-    /// The plan's core for the ASYNC_FLUSH flusher, which starts its own thread: its
-    /// fdatasyncs start the writeback of everything written; kept off the writer's core, that
-    /// work does not slow the writer's copy into the page cache, the one stage every append of
-    /// every shard goes through. `place_threads` sets it.
-    pub flush_core: Option<usize>,
     /// Write zeros over every new segment before it becomes active, and fdatasync them
     /// (`warmMapedFileEnable`; `None` = on under SYNC_FLUSH, off under ASYNC_FLUSH, see
     /// `warm_segments`). Group commit then overwrites blocks that are already written, and
@@ -128,8 +120,6 @@ impl Default for StoreConfig {
             delete_consume_queue_files_interval_ms: 100,
             delete_commit_log_files_interval_ms: 100,
             threads: ThreadPlan::default(),
-            writer_core: None,
-            flush_core: None,
             warm_mapped_file: None,
             recycle_commit_log_segments: RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT,
             recycle_quarantine_ms: RECYCLE_QUARANTINE_MS,
@@ -140,14 +130,6 @@ impl Default for StoreConfig {
 }
 
 impl StoreConfig {
-    /// Runs the store's threads where `plan` says: its own spawns, and the cores the flush
-    /// threads read.
-    pub fn place_threads(&mut self, plan: ThreadPlan) {
-        self.threads = plan;
-        self.writer_core = plan.core(Role::Writer);
-        self.flush_core = plan.core(Role::Flush);
-    }
-
     /// A config rooted at `dir` with every other value at its default.
     pub fn with_root(dir: impl Into<PathBuf>) -> Self {
         StoreConfig {

@@ -370,11 +370,11 @@ fn writer_core_threads_are_pinned_to_it() {
     };
     for flush in [FlushDiskType::SyncFlush, FlushDiskType::AsyncFlush] {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = StoreConfig {
+        let c = StoreConfig {
             flush_disk_type: flush,
+            threads: plan,
             ..cfg(dir.path(), 1 << 20)
         };
-        c.place_threads(plan);
         let w = start(&c, Box::new(NullDispatcher));
         append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
         for (name, on) in [("ringmq-writer", core), ("ringmq-prealloc", core)] {

@@ -1,14 +1,13 @@
-use super::{PlannedThread, Role, ThreadPlan, Workload, COMM_LEN_MAX};
+use super::{Role, ThreadPlan, Workload, COMM_LEN_MAX};
 
-/// The writer and its hot-path helpers on the last core, shards and their file threads round
-/// the others, the flusher on shard 0's, and nothing pinned with one core or pinning off.
+/// The writer and its allocator on the last core, shards and their file threads round the
+/// others, and nothing pinned with one core or pinning off.
 #[test]
 fn writer_last_shards_round_the_rest() {
     let p = ThreadPlan::new(4, true);
-    for role in [Role::Writer, Role::SyncFlush, Role::Prealloc] {
+    for role in [Role::Writer, Role::Prealloc] {
         assert_eq!(p.core(role), Some(3), "{role:?}");
     }
-    assert_eq!(p.core(Role::Flush), Some(0));
     let shards: Vec<_> = (0..5).map(|i| p.core(Role::Shard(i))).collect();
     assert_eq!(shards, vec![Some(0), Some(1), Some(2), Some(0), Some(1)]);
     assert_eq!(p.core(Role::ShardFiles(4)), Some(1));
@@ -40,16 +39,14 @@ fn names_fit_and_differ() {
     assert_eq!(names.len(), Role::KINDS.len() + 2);
 }
 
-/// `serve` with two shards under SYNC_FLUSH runs the shards with their file threads, the
-/// writer with its group commit, allocator, checkpoint and deletion threads, and the name
-/// server with its file thread; ASYNC_FLUSH has the flusher instead of the group commit; a
-/// name server alone has those two threads.
+/// `serve` with two shards runs the shards with their file threads, the writer with its
+/// allocator, checkpoint and deletion threads, and the name server with its file thread; a
+/// name server alone has those two threads, a controller one more.
 #[test]
 fn threads_follow_the_workload() {
     let p = ThreadPlan::new(3, true);
     let serve = Workload {
         shards: 2,
-        sync_flush: true,
         namesrv: true,
         controller: false,
     };
@@ -67,7 +64,6 @@ fn threads_follow_the_workload() {
         ("ringmq-prealloc", Some(2)),
         ("ringmq-checkpt", None),
         ("ringmq-clean", None),
-        ("ringmq-sync-flu", Some(2)),
         ("ringmq-namesrv", None),
         ("ringmq-ns-files", None),
     ]
@@ -75,23 +71,21 @@ fn threads_follow_the_workload() {
     .map(|(n, c)| (n.to_string(), c))
     .collect();
     assert_eq!(got, want);
-    let asynchronous = p.threads(&Workload {
-        sync_flush: false,
-        ..serve
-    });
-    assert!(asynchronous.contains(&PlannedThread {
-        role: Role::Flush,
-        name: "ringmq-flush".into(),
-        core: Some(0),
-    }));
-    assert!(!asynchronous.iter().any(|t| t.role == Role::SyncFlush));
     let namesrv_alone = Workload {
         shards: 0,
-        sync_flush: false,
         namesrv: true,
         controller: false,
     };
     assert_eq!(p.threads(&namesrv_alone).len(), 2);
+    let with_controller = Workload {
+        controller: true,
+        ..namesrv_alone
+    };
+    let last = p.threads(&with_controller).pop().unwrap();
+    assert_eq!(
+        (last.role, last.name, last.core),
+        (Role::Controller, "ringmq-control".into(), None)
+    );
 }
 
 /// A thread started through the plan carries its role's name and runs on its planned core.
@@ -120,17 +114,12 @@ fn spawn_names_and_pins() {
 }
 
 /// Nothing in `src/` starts a thread except through the plan: no `std::thread::Builder`,
-/// `thread::spawn` or `thread::scope` outside this module and tests. Excepted: the writer's
-/// flush threads (`group_commit`, `flusher`), which spawn their own until the writer does its
-/// fdatasyncs itself, and `src/bin/`'s test tools, whose load threads are not ringmq's.
+/// `thread::spawn` or `thread::scope` outside this module and tests. Excepted: `src/bin/`'s
+/// test tools, whose load threads are not ringmq's.
 #[test]
 fn threads_start_only_through_the_plan() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let excepted = [
-        "runtime/placement.rs",
-        "writer/group_commit.rs",
-        "writer/flusher.rs",
-    ];
+    let excepted = ["runtime/placement.rs"];
     let mut found = Vec::new();
     let mut stack = vec![root.clone()];
     while let Some(dir) = stack.pop() {
@@ -175,8 +164,8 @@ fn threads_start_only_through_the_plan() {
     );
 }
 
-/// Each role's rule in words says what `core` does: "last" is the last core, "0" the first,
-/// "N % (cores - 1)" shard N's, "any" unpinned.
+/// Each role's rule in words says what `core` does: "last" is the last core, "N % (cores - 1)"
+/// shard N's, "any" unpinned.
 #[test]
 fn core_rules_say_what_core_does() {
     let p = ThreadPlan::new(4, true);
@@ -188,7 +177,6 @@ fn core_rules_say_what_core_does() {
         };
         let want = match kind.core_rule() {
             "last" => Some(3),
-            "0" => Some(0),
             "N % (cores - 1)" => Some(5 % 3),
             "any" => None,
             other => panic!("{kind:?}: unknown rule {other}"),
