@@ -1,5 +1,5 @@
-//! A broker and name server started in this process as `ringmq serve` starts them run exactly the
-//! threads the thread plan lists for their config, named and placed as it says; read from
+//! A broker and name server (and controller) started in this process as `ringmq serve` starts
+//! them run exactly the threads the thread plan lists for their config, named and placed as it says; read from
 //! `/proc/self/task`. Kernel io_uring workers (names starting "iou-") are the kernel's threads,
 //! not ringmq's, and are left out of the comparison.
 
@@ -9,10 +9,12 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use raw_support::controller::free_ports;
 use raw_support::{create_topic_cmd, send_cmd, Conn};
 use ringmq::broker::start_broker;
 use ringmq::broker::threads::planned_threads;
 use ringmq::config::BrokerConfig;
+use ringmq::controller::{start_controller, ControllerConfig};
 use ringmq::namesrv_server::start_namesrv;
 
 /// A thread of this process: id, name, the CPUs it may run on (`Cpus_allowed_list`).
@@ -75,10 +77,28 @@ fn wait_for(before: &BTreeSet<u32>, want: &[(String, String)]) -> Vec<(String, S
     }
 }
 
-/// Starts the name server and a broker registered with it, as `serve` does, on ephemeral
-/// loopback ports in `dir`; stores one message; checks the threads against the plan; stops both.
-fn check_serve(dir: &std::path::Path, flush: &str, before: &BTreeSet<u32>, all_cpus: &str) {
+/// Starts the name server (and, with `controller`, a controller) and a broker registered with
+/// it, as `serve` does, on loopback ports in `dir`; stores one message; checks the threads
+/// against the plan; stops them all.
+fn check_serve(
+    dir: &std::path::Path,
+    flush: &str,
+    controller: bool,
+    before: &BTreeSet<u32>,
+    all_cpus: &str,
+) {
+    let case = format!("{flush}, controller {controller}");
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let ctl = controller.then(|| {
+        let port = free_ports(1)[0];
+        let conf = format!(
+            "controllerDLegerGroup=solo\ncontrollerDLegerPeers=n0-127.0.0.1:{port}\n\
+             controllerDLegerSelfId=n0\ncontrollerStorePath={}\n",
+            dir.join("controller").display()
+        );
+        start_controller(ControllerConfig::from_properties(&conf).expect("controller config"))
+            .expect("start controller")
+    });
     let ns = start_namesrv(loopback, Some(dir.join("namesrv").join("kvConfig.json")))
         .expect("start name server");
     let mut cfg = BrokerConfig {
@@ -87,21 +107,31 @@ fn check_serve(dir: &std::path::Path, flush: &str, before: &BTreeSet<u32>, all_c
         namesrv_addr: vec![ns.addr],
         ..BrokerConfig::default()
     };
-    cfg.store.store_path_root_dir = dir.to_path_buf();
+    cfg.store.store_path_root_dir = dir.join("store");
     for (k, v) in [("flushDiskType", flush), ("brokerIP1", "127.0.0.1")] {
         cfg.set(k, v).expect("config key");
+    }
+    if let Some(c) = &ctl {
+        cfg.set("enableControllerMode", "true").expect("config key");
+        cfg.set("controllerAddr", &c.addr.to_string())
+            .expect("config key");
     }
     let want_cfg = cfg.clone();
     let b = start_broker(cfg).expect("start broker");
     assert!(
         b.wait_registered(Duration::from_secs(10)),
-        "{flush}: not registered"
+        "{case}: not registered"
     );
     let mut c = Conn::connect(b.listen_addr);
-    assert_eq!(c.call(create_topic_cmd("PlanT", 4)).code, 0, "{flush}");
-    assert_eq!(c.call(send_cmd("PlanT", 1, b"x", "")).code, 0, "{flush}");
+    assert_eq!(c.call(create_topic_cmd("PlanT", 4)).code, 0, "{case}");
+    // In controller mode the broker takes sends once the controller made it the master.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.call(send_cmd("PlanT", 1, b"x", "")).code != 0 {
+        assert!(Instant::now() < deadline, "{case}: no send stored");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 
-    let mut want: Vec<(String, String)> = planned_threads(&want_cfg, true, false)
+    let mut want: Vec<(String, String)> = planned_threads(&want_cfg, true, controller)
         .into_iter()
         .map(|t| {
             let cpus = t
@@ -112,16 +142,19 @@ fn check_serve(dir: &std::path::Path, flush: &str, before: &BTreeSet<u32>, all_c
         .collect();
     want.sort();
     let got = wait_for(before, &want);
-    assert_eq!(got, want, "{flush}: threads (name, CPUs) against the plan");
+    assert_eq!(got, want, "{case}: threads (name, CPUs) against the plan");
 
     drop(c);
     b.shutdown().expect("broker shutdown");
     ns.shutdown();
+    if let Some(c) = ctl {
+        c.shutdown();
+    }
 }
 
-/// Under ASYNC_FLUSH and SYNC_FLUSH, after a send, `serve`'s threads are the plan's: the same
-/// names, as many of each, each pinned thread on its planned core and every other one free to
-/// run wherever this process may.
+/// Under ASYNC_FLUSH and SYNC_FLUSH, and with an embedded controller, after a send, `serve`'s
+/// threads are the plan's: the same names, as many of each, each pinned thread on its planned
+/// core and every other one free to run wherever this process may.
 #[test]
 fn serve_runs_the_planned_threads() {
     let pid = std::process::id();
@@ -130,12 +163,16 @@ fn serve_runs_the_planned_threads() {
         .find(|t| t.tid == pid)
         .map(|t| t.cpus)
         .expect("the main thread");
-    for flush in ["ASYNC_FLUSH", "SYNC_FLUSH"] {
+    for (flush, controller) in [
+        ("ASYNC_FLUSH", false),
+        ("SYNC_FLUSH", false),
+        ("ASYNC_FLUSH", true),
+    ] {
         // Taken again for each run: a shard's glommio blocking thread can outlive a stopped
         // broker in this process (its executor's reactor is not freed), and this test is about
         // the threads of a running one.
         let before: BTreeSet<u32> = tasks().into_iter().map(|t| t.tid).collect();
         let dir = tempfile::tempdir().expect("tempdir");
-        check_serve(dir.path(), flush, &before, &all_cpus);
+        check_serve(dir.path(), flush, controller, &before, &all_cpus);
     }
 }
