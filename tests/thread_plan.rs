@@ -108,7 +108,14 @@ fn check_serve(
         ..BrokerConfig::default()
     };
     cfg.store.store_path_root_dir = dir.join("store");
-    for (k, v) in [("flushDiskType", flush), ("brokerIP1", "127.0.0.1")] {
+    // Small segments, and appends refused only past 95% of a disk other work shares: the
+    // threads do not depend on either.
+    for (k, v) in [
+        ("flushDiskType", flush),
+        ("brokerIP1", "127.0.0.1"),
+        ("mappedFileSizeCommitLog", "67108864"),
+        ("diskMaxUsedSpaceRatio", "95"),
+    ] {
         cfg.set(k, v).expect("config key");
     }
     if let Some(c) = &ctl {
