@@ -84,10 +84,11 @@ fn check_serve(
     dir: &std::path::Path,
     flush: &str,
     controller: bool,
+    pin: &str,
     before: &BTreeSet<u32>,
     all_cpus: &str,
 ) {
-    let case = format!("{flush}, controller {controller}");
+    let case = format!("{flush}, controller {controller}, pinCores={pin}");
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let ctl = controller.then(|| {
         let port = free_ports(1)[0];
@@ -115,6 +116,7 @@ fn check_serve(
         ("brokerIP1", "127.0.0.1"),
         ("mappedFileSizeCommitLog", "67108864"),
         ("diskMaxUsedSpaceRatio", "95"),
+        ("pinCores", pin),
     ] {
         cfg.set(k, v).expect("config key");
     }
@@ -159,9 +161,9 @@ fn check_serve(
     }
 }
 
-/// Under ASYNC_FLUSH and SYNC_FLUSH, and with an embedded controller, after a send, `serve`'s
-/// threads are the plan's: the same names, as many of each, each pinned thread on its planned
-/// core and every other one free to run wherever this process may.
+/// Under ASYNC_FLUSH and SYNC_FLUSH, with an embedded controller, and with `pinCores=false`,
+/// after a send, `serve`'s threads are the plan's: the same names, as many of each, each pinned
+/// thread on its planned core and every other one free to run wherever this process may.
 #[test]
 fn serve_runs_the_planned_threads() {
     let pid = std::process::id();
@@ -170,16 +172,17 @@ fn serve_runs_the_planned_threads() {
         .find(|t| t.tid == pid)
         .map(|t| t.cpus)
         .expect("the main thread");
-    for (flush, controller) in [
-        ("ASYNC_FLUSH", false),
-        ("SYNC_FLUSH", false),
-        ("ASYNC_FLUSH", true),
+    for (flush, controller, pin) in [
+        ("ASYNC_FLUSH", false, "true"),
+        ("SYNC_FLUSH", false, "true"),
+        ("ASYNC_FLUSH", true, "true"),
+        ("SYNC_FLUSH", false, "false"),
     ] {
         // Taken again for each run: a shard's glommio blocking thread can outlive a stopped
         // broker in this process (its executor's reactor is not freed), and this test is about
         // the threads of a running one.
         let before: BTreeSet<u32> = tasks().into_iter().map(|t| t.tid).collect();
         let dir = tempfile::tempdir().expect("tempdir");
-        check_serve(dir.path(), flush, controller, &before, &all_cpus);
+        check_serve(dir.path(), flush, controller, pin, &before, &all_cpus);
     }
 }
