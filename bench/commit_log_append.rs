@@ -58,7 +58,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ringmq::runtime::placement::CorePlan;
+use ringmq::runtime::{Role, ThreadPlan};
 use ringmq::store::{open, FlushDiskType, StoreConfig};
 use ringmq::writer::testkit::{append_wait, record, record_split, NullDispatcher};
 use ringmq::writer::{
@@ -175,19 +175,20 @@ fn group_commit_ceiling(dir: &Path, records: u64, secs: u64, space: CeilingSpace
     )
 }
 
-/// The cores the broker would use (`runtime::placement`, with `pinCores`, its default).
+/// The broker's thread plan (`runtime::placement`, with `pinCores`, its default): the writer and
+/// its helpers where the broker runs them, and the appenders as its shards (all client work
+/// runs on shards; unpinned, the 64-thread shape took the writer's core from it).
 /// RINGMQ_BENCH_PIN=0 leaves every thread to the scheduler.
-fn core_plan() -> CorePlan {
+fn thread_plan() -> ThreadPlan {
     let pin = std::env::var("RINGMQ_BENCH_PIN").map_or(true, |v| v != "0");
-    CorePlan::for_this_process(pin)
+    ThreadPlan::for_this_process(pin)
 }
 
-/// Pins appender thread `i` where the broker would run its work: on a shard's core (all
-/// client work runs on shards; unpinned, the 64-thread shape took the writer's core from it).
-fn on_shard_core(i: u64) {
-    if let Some(core) = core_plan().shard_core(i as usize) {
-        ringmq::runtime::pin_current_thread(core).expect("pin appender");
-    }
+/// Starts appender thread `i` as the plan starts shard `i`: named for it, on its core.
+fn spawn_as_shard(i: u64, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
+    thread_plan()
+        .spawn(Role::Shard(i as usize), f)
+        .expect("appender thread")
 }
 
 /// The bench's store: `segment` bytes per commit-log segment (`mappedFileSizeCommitLog`).
@@ -196,8 +197,7 @@ fn store_cfg(root: PathBuf, flush: FlushDiskType, segment: u64) -> StoreConfig {
         flush_disk_type: flush,
         message_index_enable: false,
         warm_mapped_file: std::env::var("RINGMQ_BENCH_WARM").ok().map(|v| v == "1"),
-        writer_core: core_plan().writer_core(),
-        flush_core: core_plan().flush_core(),
+        threads: thread_plan(),
         mapped_file_size_commit_log: segment,
         ..StoreConfig::with_root(root)
     }
@@ -254,8 +254,7 @@ fn sync_rate(root: PathBuf, threads: u64, secs: u64) -> (f64, f64, u64) {
     let handles: Vec<_> = (0..threads)
         .map(|i| {
             let (s, stop, count) = (w.clone_sender(), stop.clone(), count.clone());
-            std::thread::spawn(move || {
-                on_shard_core(i);
+            spawn_as_shard(i, move || {
                 let body = [i as u8; RECORD_BODY];
                 while !stop.load(Ordering::Relaxed) {
                     let r = record("BENCH", (i % 8) as u32, &body, "");
@@ -291,8 +290,7 @@ fn sync_rate_shards(
         .map(|i| {
             let (s, stop, count) = (w.clone_sender(), stop.clone(), count.clone());
             let mine = inflight / shards + u64::from(i < inflight % shards);
-            std::thread::spawn(move || {
-                on_shard_core(i);
+            spawn_as_shard(i, move || {
                 let (done_tx, done_rx) = crossbeam_channel::bounded(mine as usize);
                 let me = std::thread::current();
                 let body = [i as u8; RECORD_BODY];
@@ -448,9 +446,9 @@ fn main() {
         "commit_log_append: dir {}, {mb} MiB, 1 KiB records",
         dir.display()
     );
-    match core_plan().writer_core() {
+    match thread_plan().core(Role::Writer) {
         Some(w) => println!(
-            "  threads as the broker's pinCores: writer and its helpers on core {w}, shard \
+            "  threads as the broker's pinCores: writer and its allocator on core {w}, shard \
              threads on core(s) 0-{}",
             w - 1
         ),

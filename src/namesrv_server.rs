@@ -1,6 +1,7 @@
 //! Runs the name server's pure core ([`crate::namesrv::NameServer`]) on its own executor thread:
 //! a listener, the shared connection loop, broker-expiry scans every 5 s, and KV-config
-//! persistence off the thread's hot path.
+//! persistence off the thread's hot path (on its file-work thread). Both threads are the thread
+//! plan's (`Role::Namesrv`, `Role::NamesrvFiles`), left to the scheduler.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -17,7 +18,7 @@ use crate::remoting::{
     encode_frame, ConnInfo, Handler, LocalFuture, NoRange, Outbound, ResponseTable,
 };
 use crate::runtime::net::{bind_reuseport, Listener};
-use crate::runtime::{self, mailbox, MailboxSender, ShardPlacement};
+use crate::runtime::{self, mailbox, MailboxSender, Role, ThreadPlan};
 
 struct NamesrvHandler {
     core: RefCell<NameServer>,
@@ -67,20 +68,16 @@ pub fn start_namesrv(addr: SocketAddr, kv_path: Option<PathBuf>) -> std::io::Res
     let actual = listener.local_addr()?;
     let (stop_tx, stop_rx) = mailbox::<()>(1);
     let slot = std::sync::Arc::new(std::sync::Mutex::new(Some((listener, stop_rx, kv_path))));
-    let mut threads = runtime::start_shards(
-        vec![ShardPlacement {
-            core: None,
-            name: "ringmq-namesrv".into(),
-        }],
-        move |_| {
+    // No plan pins the name server's threads: the default one places them as any would.
+    let mut threads =
+        runtime::start_executors(&ThreadPlan::default(), vec![Role::Namesrv], move |_| {
             let parts = slot.lock().ok().and_then(|mut s| s.take());
             async move {
                 if let Some((l, stop, kv)) = parts {
                     run(Listener::from_std(l), stop, kv).await;
                 }
             }
-        },
-    )?;
+        })?;
     tracing::info!(%actual, "name server started");
     Ok(NamesrvHandle {
         addr: actual,

@@ -1,7 +1,7 @@
-//! Where `ringmq serve` puts its threads with `pinCores` (the default): shards on the first
-//! cores, the writer and its segment allocator on the last one, and no flush thread in either
-//! mode (the writer's fdatasyncs go through its own io_uring ring). Read from the running
-//! broker's `/proc/<pid>/task/*/status`.
+//! Where `ringmq serve` puts its threads with `pinCores` (the default): shards and their file
+//! threads on the first cores, the writer and its segment allocator on the last one, and no
+//! flush thread in either mode (the writer's fdatasyncs go through its own io_uring ring). Read
+//! from the running broker's `/proc/<pid>/task/*/status`.
 
 mod raw_support;
 
@@ -62,12 +62,13 @@ fn pinned_threads_sit_where_the_broker_puts_them() {
             ("ringmq-writer", &last),
             ("ringmq-prealloc", &last),
             ("ringmq-shard-0", &first),
+            ("ringmq-files-0", &first),
         ] {
             let got = wait_for(pid, comm);
-            // glommio gives a shard a second thread of the same name (its blocking pool),
-            // pinned like the shard: one of them is the executor.
-            assert!(
-                got.iter().any(|c| c == want),
+            // One thread of each name: a shard's file-work thread has a name of its own.
+            assert_eq!(
+                got,
+                std::slice::from_ref(want),
                 "{flush}: {comm} runs on {got:?}, expected {want}"
             );
         }

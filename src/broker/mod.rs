@@ -42,6 +42,7 @@ pub mod shard;
 pub mod slave_sync;
 pub mod start;
 pub mod stats;
+pub mod threads;
 pub mod timer;
 pub mod topic_delete;
 pub mod topic_manager;

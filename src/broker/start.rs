@@ -30,8 +30,7 @@ use crate::constants::SHARD_MAILBOX_CAPACITY;
 use crate::remoting::connection::{serve, ConnLimits};
 use crate::remoting::{ConnHandle, ConnInfo, ResponseTable};
 use crate::runtime::net::{bind_reuseport, Listener};
-use crate::runtime::placement::CorePlan;
-use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, ShardPlacement};
+use crate::runtime::{self, mailbox, Job, MailboxSender, Mesh, Role};
 use crate::store::consume_queue::ConsumeQueue;
 use crate::writer::{self, WriterHandle};
 
@@ -82,13 +81,6 @@ struct ShardParts {
     open_connections: Arc<AtomicUsize>,
 }
 
-fn shard_count(cfg: &BrokerConfig) -> usize {
-    if cfg.shard_count > 0 {
-        return cfg.shard_count;
-    }
-    runtime::default_shard_count()
-}
-
 fn bind_all(
     addr: SocketAddr,
     n: usize,
@@ -109,7 +101,7 @@ fn bind_all(
 /// Opens the store and starts the writer and the shards.
 pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     cfg.validate()?;
-    let n = shard_count(&cfg);
+    let n = crate::broker::threads::shard_count(&cfg);
     let (listen_addr, mut main_listeners) = bind_all(cfg.listen_addr, n)?;
     let mut fast_listeners = Vec::new();
     let mut fast_addr = None;
@@ -140,10 +132,9 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         ha_listener = Some(l);
     }
     let mut store_cfg = cfg.store.clone();
-    // The writer's helper threads start at open, so the store learns its cores here.
-    let plan = CorePlan::for_this_process(cfg.pin_cores);
-    store_cfg.writer_core = plan.writer_core();
-    store_cfg.flush_core = plan.flush_core();
+    // The writer's helper threads start at open, so the store learns the plan here.
+    let plan = crate::broker::threads::thread_plan(&cfg);
+    store_cfg.threads = plan;
     let opened = crate::store::open(&store_cfg)?;
     if opened.recovered_from_crash {
         tracing::warn!("previous run did not shut down cleanly; recovered from the commit log");
@@ -232,14 +223,9 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         }));
     }
     let parts = Arc::new(Mutex::new(parts));
-    let placements = (0..n)
-        .map(|i| ShardPlacement {
-            core: plan.shard_core(i),
-            name: format!("ringmq-shard-{i}"),
-        })
-        .collect();
     let ctx2 = ctx.clone();
-    let threads = runtime::start_shards(placements, move |i| {
+    let shards = (0..n).map(Role::Shard).collect();
+    let threads = runtime::start_executors(&plan, shards, move |i| {
         // Start-up only: each shard takes its parts once.
         let p = parts.lock().ok().and_then(|mut v| v[i].take());
         let ctx = ctx2.clone();

@@ -1,4 +1,4 @@
-//! The controller process's thread: a tokio `current_thread` runtime named `ringmq-controller`
+//! The controller process's thread: a tokio `current_thread` runtime named `ringmq-control`
 //! (never a glommio shard) that runs openraft, the request scheduler, the listener on the
 //! controller's peer address (brokers and peer controllers share it), the heartbeat scan and
 //! the watch for leadership.
@@ -23,6 +23,7 @@ use super::raft::{self, state_machine::Shared};
 use super::service::{self, on_inactive, scan_reelect, Ctx};
 use super::wire::{read_command, write_command};
 use crate::common::time::now_ms;
+use crate::runtime::placement::{spawn_unpinned, Role};
 
 /// Requests of one connection answered concurrently; more wait for the reader.
 pub const MAX_IN_FLIGHT_PER_CONN: usize = 64;
@@ -53,23 +54,21 @@ impl ControllerHandle {
 pub fn start_controller(cfg: ControllerConfig) -> Result<ControllerHandle, String> {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-    let thread = std::thread::Builder::new()
-        .name("ringmq-controller".into())
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(format!("tokio runtime: {e}")));
-                    return;
-                }
-            };
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, run(cfg, ready_tx, stop_rx));
-        })
-        .map_err(|e| format!("controller thread: {e}"))?;
+    let thread = spawn_unpinned(Role::Controller, move || {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = ready_tx.send(Err(format!("tokio runtime: {e}")));
+                return;
+            }
+        };
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, run(cfg, ready_tx, stop_rx));
+    })
+    .map_err(|e| format!("controller thread: {e}"))?;
     match ready_rx.recv() {
         Ok(Ok(addr)) => Ok(ControllerHandle {
             addr,

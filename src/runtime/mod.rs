@@ -1,5 +1,6 @@
-//! The only module that names glommio: shard executors pinned to cores, the cross-shard mesh,
-//! timers, spawning, and (in `net`) sockets with a non-blocking sendfile.
+//! The only module that names glommio: executors named and pinned by the thread plan
+//! (`placement`, which every thread ringmq starts goes through), the cross-shard mesh, timers,
+//! spawning, and (in `net`) sockets with a non-blocking sendfile.
 //!
 //! A shard is one glommio `LocalExecutor` on its own thread with its own io_uring rings. Shards
 //! share nothing mutable: the only way to touch another shard's state is to send it a [`Job`]
@@ -18,9 +19,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use glommio::{LocalExecutorBuilder, Placement};
+use glommio::{LocalExecutorBuilder, Placement, PoolPlacement};
 
 pub use mailbox::{mailbox, MailboxReceiver, MailboxSender, SendError};
+pub use placement::{Role, ThreadPlan};
 
 /// A unit of work for a shard: runs on the target shard's thread with its state.
 pub type Job<S> = Box<dyn FnOnce(&Rc<S>) + Send>;
@@ -123,8 +125,9 @@ pub async fn sleep(d: Duration) {
     glommio::timer::sleep(d).await;
 }
 
-/// Runs a blocking closure on the executor's helper thread pool, so the shard's core keeps
-/// serving (file creation, config persistence, fsync of small files).
+/// Runs a blocking closure on the executor's file-work thread (`Role::ShardFiles`,
+/// `Role::NamesrvFiles`: glommio's blocking pool), so the executor keeps serving (file
+/// creation, config persistence, fsync of small files).
 pub async fn spawn_blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
     glommio::executor().spawn_blocking(f).await
 }
@@ -139,20 +142,15 @@ pub async fn timeout<T>(d: Duration, fut: impl Future<Output = T>) -> Option<T> 
     async { Some(fut.await) }.or(deadline).await
 }
 
-/// How a shard thread is placed.
-#[derive(Clone, Debug)]
-pub struct ShardPlacement {
-    /// Pin to this CPU, or leave unbound.
-    pub core: Option<usize>,
-    pub name: String,
-}
-
-/// Starts one executor thread per placement; `body(i)` builds the future the shard runs until
-/// it returns. Returns the join handles once every executor is up, or the first executor's
-/// failure to start (a locked-memory limit too low for its io_uring rings, a core that does not
-/// exist): a broker with a missing shard must not look healthy.
-pub fn start_shards<B, Fut>(
-    placements: Vec<ShardPlacement>,
+/// Starts one executor thread per role (shards, the name server), each named and pinned by
+/// `plan`, with the file-work thread the plan gives it (glommio's blocking pool of one thread,
+/// behind [`spawn_blocking`]). `body(i)` builds the future
+/// the `i`th executor runs until it returns. Returns the join handles once every executor is
+/// up, or the first executor's failure to start (a locked-memory limit too low for its io_uring
+/// rings, a core that does not exist): a broker with a missing shard must not look healthy.
+pub fn start_executors<B, Fut>(
+    plan: &ThreadPlan,
+    roles: Vec<Role>,
     body: B,
 ) -> io::Result<Vec<std::thread::JoinHandle<()>>>
 where
@@ -161,32 +159,40 @@ where
 {
     let mut handles = Vec::new();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-    for (i, p) in placements.into_iter().enumerate() {
-        let placement = match p.core {
+    for (i, role) in roles.into_iter().enumerate() {
+        let placement = match plan.core(role) {
             Some(c) => Placement::Fixed(c),
             None => Placement::Unbound,
         };
+        let files = plan.files_of(role);
+        let pool = match plan.core(files) {
+            Some(c) => PoolPlacement::from(Placement::Fixed(c)),
+            None => PoolPlacement::Unbound(1),
+        };
         let body = body.clone();
-        let name = p.name.clone();
         let ready = ready_tx.clone();
-        let handle = std::thread::Builder::new()
-            .name(name.clone())
-            .spawn(move || {
-                let ex = LocalExecutorBuilder::new(placement)
-                    .name(&name)
-                    .spin_before_park(Duration::from_micros(0))
-                    .make();
-                match ex {
-                    Ok(ex) => {
-                        // The receiver waits for every shard before it returns.
-                        let _ = ready.send(Ok(()));
-                        ex.run(body(i))
-                    }
-                    Err(e) => {
-                        let _ = ready.send(Err(format!("{name}: {e}")));
-                    }
+        let handle = plan.spawn(role, move || {
+            let name = role.name();
+            // glommio starts the blocking pool's thread inside `make` without naming it, and a
+            // new Linux thread takes its creator's name: wear the pool's name meanwhile.
+            set_current_thread_comm(&files.name());
+            let ex = LocalExecutorBuilder::new(placement)
+                .name(&name)
+                .blocking_thread_pool_placement(pool)
+                .spin_before_park(Duration::from_micros(0))
+                .make();
+            set_current_thread_comm(&name);
+            match ex {
+                Ok(ex) => {
+                    // The receiver waits for every executor before it returns.
+                    let _ = ready.send(Ok(()));
+                    ex.run(body(i))
                 }
-            })?;
+                Err(e) => {
+                    let _ = ready.send(Err(format!("{name}: {e}")));
+                }
+            }
+        })?;
         handles.push(handle);
     }
     drop(ready_tx);
@@ -208,6 +214,19 @@ where
     Ok(handles)
 }
 
+/// Renames the calling thread as Linux shows it (`comm`; cut to 15 bytes). Errors are ignored:
+/// a name is for people reading thread listings.
+fn set_current_thread_comm(name: &str) {
+    let Ok(c) = std::ffi::CString::new(name) else {
+        return;
+    };
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string (at most 16 bytes used) that outlives
+    // the call, and renames only the calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c.as_ptr());
+    }
+}
+
 /// Number of CPUs this process may run on.
 pub fn available_cores() -> usize {
     std::thread::available_parallelism()
@@ -220,8 +239,8 @@ pub fn default_shard_count() -> usize {
     available_cores().saturating_sub(1).max(1)
 }
 
-/// Pins the calling thread to CPU `core` (plain threads: the writer core's threads; shards are
-/// pinned by their executor's placement).
+/// Pins the calling thread to CPU `core` (plain threads; shards are pinned by their executor's
+/// placement too).
 pub fn pin_current_thread(core: usize) -> io::Result<()> {
     if core >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::new(
@@ -242,7 +261,7 @@ pub fn pin_current_thread(core: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// Pins the calling thread to `core` when one is given (the writer core's threads). A failure
+/// Pins the calling thread to `core` when one is given (`ThreadPlan::spawn`). A failure
 /// is logged and the thread runs unpinned: slower, never wrong.
 pub fn pin_current_thread_to(core: Option<usize>) {
     let Some(core) = core else {

@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
+use crate::runtime::placement::{Role, ThreadPlan};
 use crate::store::fault::FaultHook;
 use crate::store::mapped_file::{MappedFile, Warm};
 use crate::store::recycle::RecyclePool;
@@ -43,13 +44,13 @@ pub struct SegmentAllocator {
 }
 
 impl SegmentAllocator {
-    /// `core`: the writer core, where this thread runs too when the writer is pinned (its
-    /// warming and file creation then stay off the shards' cores).
+    /// `threads`: the plan that places this thread (`Role::Prealloc`: on the writer core when
+    /// the writer is pinned, so its warming and file creation stay off the shards' cores).
     pub fn spawn(
         fault: Option<FaultHook>,
         warm: bool,
         pool: Arc<RecyclePool>,
-        core: Option<usize>,
+        threads: ThreadPlan,
     ) -> Result<Self, StoreError> {
         // One request in flight at a time, so capacity 1 both ways is enough.
         let (req_tx, req_rx) = bounded::<u64>(1);
@@ -58,10 +59,8 @@ impl SegmentAllocator {
         let wanted = Arc::new(AtomicBool::new(false));
         let gate = Arc::new(WarmGate::default());
         let (w, g, p) = (wanted.clone(), gate.clone(), pool.clone());
-        let thread = std::thread::Builder::new()
-            .name("ringmq-prealloc".into())
-            .spawn(move || {
-                crate::runtime::pin_current_thread_to(core);
+        let thread = threads
+            .spawn(Role::Prealloc, move || {
                 for start in req_rx {
                     let how = if warm {
                         Warm::UntilWanted(&w, Some(&g))

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::constants::OS_PAGE_SIZE;
 use crate::protocol::message::{self, BLANK_MAGIC, BLANK_MARKER_LEN};
+use crate::runtime::placement::ThreadPlan;
 use crate::store::allocator::SegmentAllocator;
 use crate::store::config::{FlushDiskType, StoreConfig};
 use crate::store::fault::{FaultHook, FaultPoint};
@@ -49,8 +50,8 @@ pub struct CommitLog {
     warm: bool,
     /// SYNC_FLUSH: start writeback of completed pages as they accumulate (`write_run`).
     start_writeback: bool,
-    /// Where the allocator thread runs (`StoreConfig::writer_core`).
-    writer_core: Option<usize>,
+    /// Where the allocator thread runs (`StoreConfig::threads`).
+    threads: ThreadPlan,
     /// Where the pages whose writeback was not started yet begin.
     writeback_from: u64,
     allocator: Option<SegmentAllocator>,
@@ -121,7 +122,7 @@ impl CommitLog {
             fault: cfg.fault.clone(),
             warm: cfg.warm_segments(),
             start_writeback: cfg.flush_disk_type == FlushDiskType::SyncFlush,
-            writer_core: cfg.writer_core,
+            threads: cfg.threads,
             writeback_from: 0,
             allocator: None,
             pool,
@@ -206,7 +207,7 @@ impl CommitLog {
             self.fault.clone(),
             self.warm,
             self.pool.clone(),
-            self.writer_core,
+            self.threads,
         )?;
         alloc.request(self.segments[idx].end());
         self.allocator = Some(alloc);
@@ -250,7 +251,7 @@ impl CommitLog {
             self.fault.clone(),
             self.warm,
             self.pool.clone(),
-            self.writer_core,
+            self.threads,
         )?;
         // From here on an error leaves the log unusable (the writer then refuses appends, and
         // the next start recovers whatever is on disk). Dropping the old allocator waits for

@@ -12,6 +12,7 @@ use crate::constants::{
     MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT, RECYCLE_QUARANTINE_MS,
     RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
 };
+use crate::runtime::placement::ThreadPlan;
 use crate::store::fault::FaultHook;
 use crate::store::tags_code::DelayLevels;
 use crate::store::StoreError;
@@ -62,14 +63,9 @@ pub struct StoreConfig {
     /// 1 GiB files does not hammer the disk (`deleteCommitLogFilesInterval`; the deleter
     /// thread sleeps, never the writer).
     pub delete_commit_log_files_interval_ms: u64,
-    /// Pin the writer thread to this CPU, with its helpers: the group commit (SYNC_FLUSH) and
-    /// the segment allocator (the broker passes the last core).
-    pub writer_core: Option<usize>,
-    /// Pin the ASYNC_FLUSH flusher to this CPU (the broker passes its first shard's core). Its
-    /// fdatasyncs start the writeback of everything written; kept off the writer's core, that
-    /// work does not slow the writer's copy into the page cache, the one stage every append of
-    /// every shard goes through. None: unpinned.
-    pub flush_core: Option<usize>,
+    /// Where the store's threads run and what they are called (the writer, the segment
+    /// allocator; see `runtime::placement`). Default: nothing pinned.
+    pub threads: ThreadPlan,
     /// Write zeros over every new segment before it becomes active, and fdatasync them
     /// (`warmMapedFileEnable`; `None` = on under SYNC_FLUSH, off under ASYNC_FLUSH, see
     /// `warm_segments`). Group commit then overwrites blocks that are already written, and
@@ -123,8 +119,7 @@ impl Default for StoreConfig {
             retention_check_interval_ms: RETENTION_CHECK_INTERVAL_MS,
             delete_consume_queue_files_interval_ms: 100,
             delete_commit_log_files_interval_ms: 100,
-            writer_core: None,
-            flush_core: None,
+            threads: ThreadPlan::default(),
             warm_mapped_file: None,
             recycle_commit_log_segments: RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT,
             recycle_quarantine_ms: RECYCLE_QUARANTINE_MS,

@@ -1,4 +1,4 @@
-//! The "ringmq-clean-files" thread: unlinks the files retention took out of the store, one at a
+//! The "ringmq-clean" thread (`Role::CleanFiles`, left to the scheduler): unlinks the files retention took out of the store, one at a
 //! time, pausing `deleteCommitLogFilesInterval` between two deletions (RocketMQ's
 //! `deleteFilesInterval`). Unlinking a 1 GiB segment on ext4 frees its extents synchronously and
 //! can take many milliseconds, and so can the munmap of its mapping; on the writer thread that
@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
 
+use crate::runtime::placement::{spawn_unpinned, Role};
 use crate::store::index_file::IndexFile;
 use crate::store::mapped_file::{sync_dir, MappedFile};
 use crate::store::recycle::RecyclePool;
@@ -104,10 +105,10 @@ impl FileDeleter {
         let (stop_tx, stop_rx) = bounded(1);
         let state = Arc::new(DeleterState::default());
         let (st, p) = (state.clone(), pool.clone());
-        let thread = std::thread::Builder::new()
-            .name("ringmq-clean-files".into())
-            .spawn(move || run(&rx, &stop_rx, interval, &st, p.as_deref()))
-            .map_err(|e| StoreError::io("ringmq-clean-files thread", e))?;
+        let thread = spawn_unpinned(Role::CleanFiles, move || {
+            run(&rx, &stop_rx, interval, &st, p.as_deref())
+        })
+        .map_err(|e| StoreError::io("ringmq-clean thread", e))?;
         Ok(FileDeleter {
             tx: Some(tx),
             pool,

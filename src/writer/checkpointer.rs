@@ -1,4 +1,4 @@
-//! The "ringmq-checkpoint" thread: owns the checkpoint file while the writer runs. The writer's
+//! The "ringmq-checkpt" thread (`Role::Checkpoint`, left to the scheduler): owns the checkpoint file while the writer runs. The writer's
 //! periodic checkpoint is a pwrite + fdatasync (0.3-4 ms on the reference VM); done inline it
 //! stalled every append behind it once per flush interval. The writer now only hands over the
 //! newest flushed store timestamp and goes on; at a clean shutdown it takes the file back and
@@ -23,6 +23,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
+use crate::runtime::placement::{spawn_unpinned, Role};
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::{Checkpoint, StoreError};
 
@@ -60,10 +61,10 @@ impl Checkpointer {
         fault: Option<FaultHook>,
     ) -> Result<Self, StoreError> {
         let (tx, rx) = bounded(CHECKPOINT_QUEUE_CAPACITY);
-        let thread = std::thread::Builder::new()
-            .name("ringmq-checkpoint".into())
-            .spawn(move || run(checkpoint, &rx, fault.as_ref()))
-            .map_err(|e| StoreError::io("ringmq-checkpoint thread", e))?;
+        let thread = spawn_unpinned(Role::Checkpoint, move || {
+            run(checkpoint, &rx, fault.as_ref())
+        })
+        .map_err(|e| StoreError::io("ringmq-checkpt thread", e))?;
         Ok(Checkpointer {
             tx: Some(tx),
             thread: Some(thread),

@@ -616,13 +616,9 @@ pub fn spawn_writer(
     let waker = ring.waker();
     let mut core = core::WriterCore::new(store, cfg.clone(), dispatcher, published.clone(), ring)?;
     let group_commit_stats = core.group_commit_stats();
-    let pin = cfg.writer_core;
-    let thread = std::thread::Builder::new()
-        .name("ringmq-writer".into())
-        .spawn(move || {
-            crate::runtime::pin_current_thread_to(pin);
-            core.run(rx)
-        })
+    let thread = cfg
+        .threads
+        .spawn(crate::runtime::Role::Writer, move || core.run(rx))
         .map_err(|e| StoreError::io(&cfg.store_path_root_dir, e))?;
     Ok(WriterHandle {
         sender: WriterSender {

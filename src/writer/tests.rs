@@ -350,7 +350,10 @@ fn records_with_the_body_apart_are_written_as_whole_ones() {
 /// exists in either mode: the syncs go through the writer's own ring.
 #[test]
 fn writer_core_threads_are_pinned_to_it() {
-    let core = crate::runtime::available_cores() - 1;
+    use crate::runtime::{Role, ThreadPlan};
+    // One core: a plan that pins nothing; the core below is then the only one, 0.
+    let plan = ThreadPlan::for_this_process(true);
+    let core = plan.core(Role::Writer).unwrap_or(0);
     // Other tests' writers run in this process too, unpinned: look for one pinned thread of
     // each name (only a writer core pins them).
     let pinned = |name: &str, core: usize| {
@@ -368,8 +371,8 @@ fn writer_core_threads_are_pinned_to_it() {
     for flush in [FlushDiskType::SyncFlush, FlushDiskType::AsyncFlush] {
         let dir = tempfile::tempdir().unwrap();
         let c = StoreConfig {
-            writer_core: Some(core),
             flush_disk_type: flush,
+            threads: plan,
             ..cfg(dir.path(), 1 << 20)
         };
         let w = start(&c, Box::new(NullDispatcher));
