@@ -118,14 +118,10 @@ impl CommitLog {
         if let Some(alloc) = self.allocator.as_mut() {
             alloc.discard_pending();
         }
-        while self.segments.len() > idx + 1 {
-            let seg = self.segments.pop().expect("len checked");
-            let path = seg.path().to_path_buf();
-            drop(seg);
-            std::fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
-        }
+        // Unmapped first; then every file past the kept segment, the allocator's spare
+        // included (it lies past all of them), newest first.
+        self.segments.truncate(idx + 1);
         let keep_start = self.segments[idx].start();
-        // A spare the allocator left past the kept segments.
         for (start, path) in list_segments(&self.dir)?.into_iter().rev() {
             if start > keep_start {
                 std::fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
