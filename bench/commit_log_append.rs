@@ -430,6 +430,20 @@ fn print_sync_stats(w: &WriterHandle, el: f64) {
             sync_us as f64 / rounds as f64 / 1000.0,
             sync_us as f64 / 1e4 / el
         );
+        let per = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / rounds as f64;
+        let (sync, deliver, turn, gather) = (
+            per(&st.sync_us_total),
+            per(&st.deliver_us_total),
+            per(&st.turnaround_us_total),
+            per(&st.gather_us_total),
+        );
+        println!(
+            "  a round: {:.0} us = fdatasync on the ring {sync:.0} (submit to reap) + publish, \
+             dispatch, replies {deliver:.0} + appenders' turnaround to the first write {turn:.0} \
+             + gathering the rest {gather:.0} (unaccounted {:.0})",
+            el * 1e6 / rounds as f64,
+            el * 1e6 / rounds as f64 - sync - deliver - turn - gather
+        );
     }
 }
 

@@ -34,8 +34,19 @@ pub struct GroupCommitStats {
     pub records: AtomicU64,
     /// Commit-log bytes made durable.
     pub bytes: AtomicU64,
-    /// Time from a round's submission to its completion.
+    /// Time from a round's submission to its completion being reaped (the fdatasync, the
+    /// kernel worker's hand-off, the writer's wake-up).
     pub sync_us_total: AtomicU64,
+    /// Where the rest of a round goes, summed over rounds (SYNC_FLUSH):
+    /// from the reap to the replies handed over (publish, dispatch, replies);
+    pub deliver_us_total: AtomicU64,
+    /// from the replies handed over to the first batch of the next round written (the
+    /// appenders' turnaround: their wake-up, their next appends, the writer's wake-up, the
+    /// first write);
+    pub turnaround_us_total: AtomicU64,
+    /// from that first write to the next round's submission (the cohort wait for the other
+    /// appenders and their writes).
+    pub gather_us_total: AtomicU64,
 }
 
 /// An append's reply, held until its group is durable.
@@ -95,6 +106,10 @@ pub(super) struct Durable {
     pub stats: Arc<GroupCommitStats>,
     fault: Option<FaultHook>,
     dir: std::path::PathBuf,
+    /// For the round breakdown in `GroupCommitStats`: when the last round's replies were
+    /// handed over, and when the first group after them was written.
+    delivered_at: Option<Instant>,
+    first_group_at: Option<Instant>,
 }
 
 impl Durable {
@@ -120,6 +135,8 @@ impl Durable {
             stats: Arc::new(GroupCommitStats::default()),
             fault,
             dir,
+            delivered_at: None,
+            first_group_at: None,
         }
     }
 
@@ -135,6 +152,9 @@ impl Durable {
     }
 
     pub fn push_group(&mut self, g: Group) {
+        if self.delivered_at.is_some() && self.first_group_at.is_none() {
+            self.first_group_at = Some(Instant::now());
+        }
         self.unsynced.push_back(g);
     }
 
@@ -193,6 +213,16 @@ impl WriterCore {
         }
         d.hold_until = None;
         d.expect = waiting;
+        if let (Some(delivered), Some(first)) = (d.delivered_at.take(), d.first_group_at.take()) {
+            let us = |t: Duration| t.as_micros() as u64;
+            let s = &d.stats;
+            s.turnaround_us_total.fetch_add(
+                us(first.saturating_duration_since(delivered)),
+                Ordering::Relaxed,
+            );
+            s.gather_us_total
+                .fetch_add(us(now.saturating_duration_since(first)), Ordering::Relaxed);
+        }
         let last = d.unsynced.back().expect("checked non-empty");
         let (upto, ts) = (last.upto_phy, last.store_timestamp);
         let groups = d.unsynced.len();
@@ -297,6 +327,7 @@ impl WriterCore {
             return;
         }
         self.durable.last_round = took;
+        let reaped = Instant::now();
         self.published.publish(r.upto_phy);
         let now = Instant::now();
         let mut units: Vec<DispatchRun> = Vec::new();
@@ -322,7 +353,14 @@ impl WriterCore {
             }
         }
         replies.deliver(self.dispatcher.as_mut(), units);
+        let delivered = Instant::now();
+        self.durable.delivered_at = Some(delivered);
+        self.durable.first_group_at = None;
         let s = &self.durable.stats;
+        s.deliver_us_total.fetch_add(
+            delivered.saturating_duration_since(reaped).as_micros() as u64,
+            Ordering::Relaxed,
+        );
         s.group_commits.fetch_add(1, Ordering::Relaxed);
         s.records.fetch_add(records, Ordering::Relaxed);
         s.bytes.fetch_add(bytes, Ordering::Relaxed);
