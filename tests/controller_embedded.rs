@@ -22,9 +22,28 @@ use ringmq::protocol::ha_autoswitch::{
 use ringmq::protocol::headers::NotifyBrokerRoleChangedRequestHeader;
 use ringmq::protocol::RemotingCommand;
 
+/// A `serve` process, killed when dropped (a failing test leaves nothing running).
+struct Served(std::process::Child);
+
+impl Served {
+    fn kill(&mut self) -> std::io::Result<()> {
+        self.0.kill()
+    }
+    fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.0.wait()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _killed = self.0.kill();
+        let _reaped = self.0.wait();
+    }
+}
+
 /// Starts `serve` with its embedded controller; returns the child, the broker's address and its
 /// HA address.
-fn serve_ha(dir: &std::path::Path, port: u16) -> (std::process::Child, SocketAddr, SocketAddr) {
+fn serve_ha(dir: &std::path::Path, port: u16) -> (Served, SocketAddr, SocketAddr) {
     let conf = dir.join("controller.conf");
     std::fs::write(
         &conf,
@@ -58,6 +77,7 @@ fn serve_ha(dir: &std::path::Path, port: u16) -> (std::process::Child, SocketAdd
         .spawn()
         .expect("spawn ringmq serve");
     let out = child.stdout.take().unwrap();
+    let child = Served(child);
     let (mut broker, mut ha) = (None, None);
     for line in BufReader::new(out).lines() {
         let line = line.unwrap();
@@ -75,7 +95,7 @@ fn serve_ha(dir: &std::path::Path, port: u16) -> (std::process::Child, SocketAdd
     )
 }
 
-fn serve(dir: &std::path::Path, port: u16) -> (std::process::Child, SocketAddr) {
+fn serve(dir: &std::path::Path, port: u16) -> (Served, SocketAddr) {
     let (child, broker, _) = serve_ha(dir, port);
     (child, broker)
 }

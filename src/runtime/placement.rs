@@ -175,6 +175,23 @@ impl ThreadPlan {
         })
     }
 
+    /// Where the kernel's io-wq workers of the writer's ring run its fdatasyncs (`None`: where
+    /// the kernel puts them, which follows the writer's affinity). Under SYNC_FLUSH on the
+    /// writer's core: the writer waits for each sync, and the worker's hand-off back then wakes a
+    /// thread on its own core. Under ASYNC_FLUSH on the shards' cores: a flush starts the
+    /// writeback of up to several MiB, and that work stays off the writer's copies.
+    pub fn ring_worker_cores(&self, sync_flush: bool) -> Option<Vec<usize>> {
+        if !self.pinning() {
+            return None;
+        }
+        let writer = self.cores - 1;
+        Some(if sync_flush {
+            vec![writer]
+        } else {
+            (0..writer).collect()
+        })
+    }
+
     /// The thread that does an executor's blocking file work (glommio gives every executor
     /// one). Only shards and the name server are executors.
     pub fn files_of(&self, executor: Role) -> Role {

@@ -193,6 +193,13 @@ impl WriterCore {
     }
 
     pub(super) fn run(&mut self, rx: Receiver<Msg>) -> Result<(), StoreError> {
+        let sync = self.cfg.flush_disk_type == FlushDiskType::SyncFlush;
+        if let Some(cores) = self.cfg.threads.ring_worker_cores(sync) {
+            // Only placement: the syncs run wherever the kernel puts them if this fails.
+            if let Err(e) = self.ring.set_worker_cores(&cores) {
+                tracing::warn!(error = %e, ?cores, "cannot place the writer ring's kernel workers");
+            }
+        }
         let mut tick_at = Instant::now() + self.next_tick_in();
         loop {
             self.reap();

@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-/// The `user_data` of the ring's own eventfd read; callers' values must differ.
+/// The `user_data` of the ring's own eventfd read and no-op; callers' values must differ.
 pub const WAKE_USER_DATA: u64 = u64::MAX;
+const NOP_USER_DATA: u64 = u64::MAX - 1;
 
 /// Submission entries; far above what the writer has in flight (a few syncs and the wake read).
 const RING_ENTRIES: u32 = 64;
@@ -86,6 +87,22 @@ impl Ring {
         })
     }
 
+    /// Has the kernel run the io-wq workers (the fdatasyncs) of the calling thread's
+    /// submissions to this ring on `cores` only. The workers belong to the submitting thread, so
+    /// the ring's owner calls this, on its own thread; a first no-op submission makes them
+    /// exist.
+    pub fn set_worker_cores(&mut self, cores: &[usize]) -> io::Result<()> {
+        self.push(opcode::Nop::new().build().user_data(NOP_USER_DATA))?;
+        self.submit()?;
+        // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes inside it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cores {
+            // SAFETY: `set` is a valid cpu_set_t; CPU_SET ignores cores past its size.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+        self.uring.submitter().register_iowq_aff(&set)
+    }
+
     pub fn waker(&self) -> RingWaker {
         RingWaker(self.shared.clone())
     }
@@ -96,7 +113,7 @@ impl Ring {
     /// # Safety
     /// `fd` must stay open until the completion is reaped.
     pub unsafe fn push_fdatasync(&mut self, fd: RawFd, user_data: u64) -> io::Result<()> {
-        debug_assert_ne!(user_data, WAKE_USER_DATA);
+        debug_assert!(user_data < NOP_USER_DATA);
         let e = opcode::Fsync::new(types::Fd(fd))
             .flags(types::FsyncFlags::DATASYNC)
             .build()
@@ -170,6 +187,9 @@ impl Ring {
         for cqe in self.uring.completion() {
             if cqe.user_data() == WAKE_USER_DATA {
                 self.armed = false;
+                continue;
+            }
+            if cqe.user_data() == NOP_USER_DATA {
                 continue;
             }
             out.push((cqe.user_data(), cqe.result()));

@@ -356,18 +356,18 @@ fn writer_core_threads_are_pinned_to_it() {
     let core = plan.core(Role::Writer).unwrap_or(0);
     // Other tests' writers run in this process too, unpinned: look for one pinned thread of
     // each name (only a writer core pins them).
-    let pinned = |name: &str, core: usize| {
+    let allowed = |name: &str, list: &str| {
         std::fs::read_dir("/proc/self/task").unwrap().any(|t| {
             let p = t.unwrap().path();
             let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
             let status = std::fs::read_to_string(p.join("status")).unwrap_or_default();
-            comm.trim() == name
-                && status.lines().any(|l| {
-                    l.split_whitespace()
-                        .eq(["Cpus_allowed_list:", &core.to_string()])
-                })
+            comm.trim().starts_with(name)
+                && status
+                    .lines()
+                    .any(|l| l.split_whitespace().eq(["Cpus_allowed_list:", list]))
         })
     };
+    let pinned = |name: &str, core: usize| allowed(name, &core.to_string());
     for flush in [FlushDiskType::SyncFlush, FlushDiskType::AsyncFlush] {
         let dir = tempfile::tempdir().unwrap();
         let c = StoreConfig {
@@ -377,6 +377,10 @@ fn writer_core_threads_are_pinned_to_it() {
         };
         let w = start(&c, Box::new(NullDispatcher));
         append_wait(&w.clone_sender(), vec![record("T", 0, b"x", "")], true).unwrap();
+        // Enough dirty pages for the periodic async flush (flushCommitLogLeastPages).
+        let body = [7u8; 1024];
+        let batch: Vec<_> = (0..64).map(|_| record("T", 0, &body, "")).collect();
+        append_wait(&w.clone_sender(), batch, true).unwrap();
         for (name, on) in [("ringmq-writer", core), ("ringmq-prealloc", core)] {
             assert!(pinned(name, on), "{name} is not on core {on}");
         }
@@ -391,6 +395,38 @@ fn writer_core_threads_are_pinned_to_it() {
                 .any(|n| n.starts_with("ringmq-flush") || n.starts_with("ringmq-sync-fl")),
             "{names:?}"
         );
+        // The kernel workers that run the ring's fdatasyncs sit where the plan says: the
+        // writer's core under SYNC_FLUSH (the append above waited for one), the shards' under
+        // ASYNC_FLUSH (the periodic flush runs within flushIntervalCommitLog).
+        if let Some(cores) = plan.ring_worker_cores(flush == FlushDiskType::SyncFlush) {
+            let list = match (cores.first(), cores.last()) {
+                (Some(a), Some(b)) if a == b => a.to_string(),
+                (Some(a), Some(b)) => format!("{a}-{b}"),
+                _ => unreachable!("a plan that pins has cores"),
+            };
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !allowed("iou-wrk", &list) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let seen: Vec<String> = std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .filter_map(|t| {
+                    let p = t.unwrap().path();
+                    let comm = std::fs::read_to_string(p.join("comm")).ok()?;
+                    let status = std::fs::read_to_string(p.join("status")).ok()?;
+                    let list = status
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+                        .trim()
+                        .to_string();
+                    Some(format!("{} {list}", comm.trim()))
+                })
+                .collect();
+            assert!(
+                allowed("iou-wrk", &list),
+                "{flush:?}: no ring worker on {list}: {seen:?}"
+            );
+        }
         w.shutdown().unwrap();
     }
 }

@@ -216,3 +216,16 @@ fn architecture_table_is_the_plan() {
     want.sort();
     assert_eq!(rows, want);
 }
+
+/// The writer ring's kernel workers: on the writer's core under SYNC_FLUSH, on the shards'
+/// cores under ASYNC_FLUSH, nowhere in particular without pinning.
+#[test]
+fn ring_workers_follow_the_flush_mode() {
+    let p = ThreadPlan::new(4, true);
+    assert_eq!(p.ring_worker_cores(true), Some(vec![3]));
+    assert_eq!(p.ring_worker_cores(false), Some(vec![0, 1, 2]));
+    for p in [ThreadPlan::new(1, true), ThreadPlan::new(4, false)] {
+        assert_eq!(p.ring_worker_cores(true), None);
+        assert_eq!(p.ring_worker_cores(false), None);
+    }
+}
