@@ -75,7 +75,7 @@ pub(super) struct WriterCore {
     last_thorough: Instant,
     last_retention: Instant,
     last_index_timestamp: i64,
-    /// Unlinks the files retention detaches ("ringmq-clean-files"), off this thread.
+    /// Unlinks the files retention detaches ("ringmq-clean"), off this thread.
     deleter: FileDeleter,
     /// Periodically has the index synced and its timestamp checkpointed (off this thread).
     index_checkpoint: IndexCheckpoint,
