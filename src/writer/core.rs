@@ -295,7 +295,7 @@ impl WriterCore {
     }
 
     /// Answers `done` once every unit completed so far is applied on every shard.
-    fn barrier(&mut self, done: ReplyTo) {
+    pub(super) fn barrier(&mut self, done: ReplyTo) {
         match done {
             ReplyTo::Shard { shard, token } => self.dispatcher.barrier(super::ShardReply {
                 shard,
@@ -590,6 +590,7 @@ impl WriterCore {
             store_timestamp: ts,
             units,
             waiters,
+            barriers: Vec::new(),
             deadline: Instant::now().checked_add(timeout),
         });
         if !to_index.is_empty() {

@@ -65,6 +65,9 @@ pub(super) struct Group {
     pub store_timestamp: i64,
     pub units: Vec<DispatchRun>,
     pub waiters: Vec<Waiter>,
+    /// Barriers (a topic's deletion) answered once this group's units are applied on every
+    /// shard (`Dispatcher::barrier`, after the group's completions).
+    pub barriers: Vec<ReplyTo>,
     /// Written at + syncFlushTimeout (None: too far to represent).
     pub deadline: Option<Instant>,
 }
@@ -164,11 +167,7 @@ impl Durable {
         let Some(last) = self.unsynced.back_mut() else {
             return Some(reply);
         };
-        last.waiters.push(Waiter {
-            reply,
-            outcome: empty_outcome(),
-            timed: false,
-        });
+        last.barriers.push(reply);
         None
     }
 
@@ -333,11 +332,13 @@ impl WriterCore {
         let mut units: Vec<DispatchRun> = Vec::new();
         let mut replies = Replies::default();
         let mut records = 0u64;
+        let mut barriers = Vec::new();
         for g in self
             .durable
             .unsynced
             .drain(..r.groups.min(self.durable.unsynced.len()))
         {
+            barriers.extend(g.barriers);
             if units.is_empty() {
                 units = g.units;
             } else {
@@ -353,6 +354,9 @@ impl WriterCore {
             }
         }
         replies.deliver(self.dispatcher.as_mut(), units);
+        for b in barriers {
+            self.barrier(b);
+        }
         let delivered = Instant::now();
         self.durable.delivered_at = Some(delivered);
         self.durable.first_group_at = None;
@@ -380,9 +384,10 @@ impl WriterCore {
         let mut first = Some(e);
         let mut replies = Replies::default();
         for g in self.durable.unsynced.drain(..n) {
-            for w in g.waiters {
+            let to = g.waiters.into_iter().map(|w| w.reply).chain(g.barriers);
+            for reply in to {
                 replies.push(
-                    w.reply,
+                    reply,
                     Err(first.take().unwrap_or_else(|| replicate(&template))),
                 );
             }
