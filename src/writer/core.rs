@@ -603,7 +603,7 @@ impl WriterCore {
     }
 
     /// Every reply gets (a copy of) `e`.
-    fn refuse(&mut self, to: Vec<ReplyTo>, e: StoreError) {
+    pub(super) fn refuse(&mut self, to: Vec<ReplyTo>, e: StoreError) {
         let template = replicate(&e);
         let mut first = Some(e);
         let mut replies = Replies::default();

@@ -23,7 +23,7 @@ use super::WriterCore;
 use crate::constants::{GROUP_COMMIT_MAX_WAIT, GROUP_COMMIT_QUEUE_CAPACITY};
 use crate::store::fault::{FaultHook, FaultPoint};
 use crate::store::{FlushDiskType, StoreError};
-use crate::writer::{replicate, AppendOutcome, AppendStatus, DispatchRun, Replies, ReplyTo};
+use crate::writer::{AppendOutcome, AppendStatus, DispatchRun, Replies, ReplyTo};
 
 /// Figures for tuning and the bench: how many records and bytes one fdatasync round covers.
 #[derive(Debug, Default)]
@@ -380,19 +380,13 @@ impl WriterCore {
     /// The first `n` waiting groups (all: usize::MAX) get (a copy of) `e`; nothing published.
     fn fail_groups(&mut self, n: usize, e: StoreError) {
         let n = n.min(self.durable.unsynced.len());
-        let template = replicate(&e);
-        let mut first = Some(e);
-        let mut replies = Replies::default();
-        for g in self.durable.unsynced.drain(..n) {
-            let to = g.waiters.into_iter().map(|w| w.reply).chain(g.barriers);
-            for reply in to {
-                replies.push(
-                    reply,
-                    Err(first.take().unwrap_or_else(|| replicate(&template))),
-                );
-            }
-        }
-        replies.deliver(self.dispatcher.as_mut(), Vec::new());
+        let to: Vec<ReplyTo> = self
+            .durable
+            .unsynced
+            .drain(..n)
+            .flat_map(|g| g.waiters.into_iter().map(|w| w.reply).chain(g.barriers))
+            .collect();
+        self.refuse(to, e);
     }
 
     /// Reaps the ring and completes what it finished.
