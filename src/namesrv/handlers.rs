@@ -25,8 +25,6 @@ use super::route_table::{
 };
 use super::{NameServer, NamesrvError};
 
-/// `RequestCode.GET_TOPICS_BY_CLUSTER`; not in `protocol::codes` yet.
-pub const GET_TOPICS_BY_CLUSTER: i32 = 224;
 /// `MQVersion.Version.V3_0_11`: brokers from here on wrap the topic table in RegisterBrokerBody.
 const V3_0_11: i32 = 37;
 /// `MQVersion.Version.V4_9_4`: clients from here on get routes with quoted numeric keys.
@@ -57,7 +55,7 @@ impl NameServer {
                 let topics = self.routes.topics().map(str::to_owned).collect();
                 Ok(ok(req).with_body(topic_list_json(topics)))
             }
-            GET_TOPICS_BY_CLUSTER => {
+            request_code::GET_TOPICS_BY_CLUSTER => {
                 let cluster = required_ext(req, "cluster")?;
                 let topics = self.routes.topics_by_cluster(cluster);
                 Ok(ok(req).with_body(topic_list_json(topics)))

@@ -25,7 +25,6 @@ use std::path::{Path, PathBuf};
 use crate::protocol::codes::response_code;
 use crate::protocol::{ProtocolError, RemotingCommand};
 
-pub use handlers::GET_TOPICS_BY_CLUSTER;
 use kv_config::KvConfig;
 use route_table::RouteTable;
 

@@ -304,8 +304,8 @@ fn cluster_info_and_topic_lists() {
     topics.sort();
     assert_eq!(topics, ["OnlyA", "OnlyB", "Shared"]);
 
-    let by_cluster =
-        RemotingCommand::new_request(handlers::GET_TOPICS_BY_CLUSTER).with_ext("cluster", "Other");
+    let by_cluster = RemotingCommand::new_request(request_code::GET_TOPICS_BY_CLUSTER)
+        .with_ext("cluster", "Other");
     let list: Value = serde_json::from_slice(&call(&mut ns, 9, &by_cluster, 0).body).unwrap();
     assert_eq!(list["topicList"], serde_json::json!([]));
 }
