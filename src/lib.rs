@@ -12,7 +12,9 @@
 //! - `namesrv`: route table, broker liveness, KV config (pure); `namesrv_server` runs it.
 //! - `common`: the clock and config-file replacement, shared by broker and name server.
 //! - `config`: broker.conf (RocketMQ key=value names) and CLI overrides.
+//! - `admin`: the blocking admin client library for tools (`ringmq admin`, a console).
 
+pub mod admin;
 pub mod broker;
 pub mod common;
 pub mod config;
