@@ -12,9 +12,11 @@
 //! - `namesrv`: route table, broker liveness, KV config (pure); `namesrv_server` runs it.
 //! - `common`: the clock and config-file replacement, shared by broker and name server.
 //! - `config`: broker.conf (RocketMQ key=value names) and CLI overrides.
-//! - `admin`: the blocking admin client library for tools (`ringmq admin`, a console).
+//! - `admin`: the blocking admin client library for tools (`ringmq admin`, a console);
+//!   `admin_cli` the `ringmq admin` command over it.
 
 pub mod admin;
+pub mod admin_cli;
 pub mod broker;
 pub mod common;
 pub mod config;
