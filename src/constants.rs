@@ -202,6 +202,31 @@ pub const TRANSACTION_CHECK_BATCH_BYTES: usize = 1 << 20;
 /// The longest one transaction check runs (RocketMQ's MAX_PROCESS_TIME_LIMIT).
 pub const TRANSACTION_CHECK_MAX_MS: u64 = 60_000;
 
+/// Web-console worker threads: each answers one browser connection at a time, so at most this
+/// many requests (and their admin calls) are in flight; further connections wait in the
+/// listener's backlog.
+pub const CONSOLE_WORKERS: usize = 3;
+/// Pending connections the console's listener keeps for its workers (the listen backlog).
+pub const CONSOLE_BACKLOG: i32 = 64;
+/// Largest HTTP request head (request line and headers) the console reads.
+pub const CONSOLE_MAX_HEAD_BYTES: usize = 16 * 1024;
+/// Largest HTTP request body the console reads (its forms are small JSON documents).
+pub const CONSOLE_MAX_BODY_BYTES: usize = 64 * 1024;
+/// Headers the console parses in one request; more is an error.
+pub const CONSOLE_MAX_HEADERS: usize = 64;
+/// The longest a browser may take to send its request or read the answer, so a slow or stalled
+/// one holds a worker for at most this long.
+pub const CONSOLE_IO_TIMEOUT_MS: u64 = 5_000;
+/// The longest one admin call of the console waits for a name server or broker.
+pub const CONSOLE_ADMIN_TIMEOUT_MS: u64 = 3_000;
+/// Messages one lookup by key returns at most.
+pub const CONSOLE_MAX_LOOKUP_MESSAGES: usize = 32;
+/// Bytes of a message body the console shows; longer bodies are cut (and said to be).
+pub const CONSOLE_MAX_BODY_SHOWN: usize = 64 * 1024;
+
+const _: () = assert!(CONSOLE_WORKERS > 0 && CONSOLE_BACKLOG > 0);
+const _: () = assert!(CONSOLE_MAX_HEAD_BYTES + CONSOLE_MAX_BODY_BYTES <= READ_CHUNK * 2);
+
 const _: () = assert!(CHECKPOINT_USED_LEN <= CHECKPOINT_FILE_SIZE);
 const _: () = assert!(
     (MAX_MESSAGE_SIZE_DEFAULT + MAX_RECORD_OVERHEAD) as u64 + 8 < COMMIT_LOG_FILE_SIZE_DEFAULT

@@ -14,12 +14,15 @@
 //! - `config`: broker.conf (RocketMQ key=value names) and CLI overrides.
 //! - `admin`: the blocking admin client library for tools (`ringmq admin`, a console);
 //!   `admin_cli` the `ringmq admin` command over it.
+//! - `console`: the web console, an HTTP server on its own threads whose pages are built from
+//!   `admin` calls.
 
 pub mod admin;
 pub mod admin_cli;
 pub mod broker;
 pub mod common;
 pub mod config;
+pub mod console;
 pub mod constants;
 pub mod controller;
 pub mod filter;

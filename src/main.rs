@@ -1,6 +1,7 @@
-//! ringmq command line: `serve` (name server + broker in one process, the embedded default),
-//! `namesrv`, `broker -c broker.conf`, `controller -c controller.conf`, and `admin`
-//! (mqadmin's commands, `ringmq::admin_cli`).
+//! ringmq command line: `serve` (name server + broker in one process, the embedded default,
+//! with the web console), `namesrv`, `broker -c broker.conf`, `controller -c controller.conf`,
+//! `admin` (mqadmin's commands, `ringmq::admin_cli`) and `console --namesrv-addr` (the web
+//! console alone).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -51,6 +52,31 @@ enum Cmd {
     },
     /// mqadmin's commands against a running deployment (`ringmq admin help` lists them).
     Admin(ringmq::admin_cli::AdminArgs),
+    /// The web console alone, for the cluster behind these name servers.
+    Console {
+        /// Name server addresses, `host:port;host:port`.
+        #[arg(short = 'n', long = "namesrv-addr", default_value = "127.0.0.1:9876")]
+        namesrv_addr: String,
+        /// Where the console's HTTP server listens.
+        #[arg(long, default_value_t = SocketAddr::from(([127, 0, 0, 1], DEFAULT_CONSOLE_PORT)))]
+        listen: SocketAddr,
+    },
+}
+
+/// `--console-listen`: an address, or `off`.
+#[derive(Clone, Copy, Debug)]
+struct ConsoleListen(Option<SocketAddr>);
+
+impl std::str::FromStr for ConsoleListen {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.eq_ignore_ascii_case("off") {
+            return Ok(ConsoleListen(None));
+        }
+        s.parse()
+            .map(|a| ConsoleListen(Some(a)))
+            .map_err(|e| format!("{s:?} is neither `off` nor an address (ip:port): {e}"))
+    }
 }
 
 #[derive(Args)]
@@ -81,6 +107,10 @@ struct ServeArgs {
     /// controller (`enableControllerMode=true`, `controllerAddr`), unless `-o` says otherwise.
     #[arg(long)]
     controller_config: Option<PathBuf>,
+    /// Where the web console listens (`ip:port`), or `off` for no console [default:
+    /// 127.0.0.1:8080, skipped with a warning when that port is taken].
+    #[arg(long)]
+    console_listen: Option<ConsoleListen>,
     #[command(flatten)]
     broker: BrokerArgs,
 }
@@ -119,6 +149,35 @@ fn broker_config(a: &BrokerArgs) -> Result<BrokerConfig, String> {
     }
     Ok(cfg)
 }
+
+/// `serve`'s console: where `--console-listen` says (failing the start if it cannot listen
+/// there), none with `off`, or on the default address if that is free (a second `serve` on one
+/// machine runs without one, with a warning).
+fn start_serve_console(
+    listen: Option<ConsoleListen>,
+    plan: &ringmq::runtime::placement::ThreadPlan,
+    namesrv: Vec<SocketAddr>,
+) -> Result<Option<ringmq::console::ConsoleServer>, String> {
+    let (addr, chosen) = match listen {
+        Some(ConsoleListen(None)) => return Ok(None),
+        Some(ConsoleListen(Some(addr))) => (addr, true),
+        None => (
+            SocketAddr::from(([127, 0, 0, 1], DEFAULT_CONSOLE_PORT)),
+            false,
+        ),
+    };
+    match ringmq::console::start_console(plan, addr, namesrv) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) if !chosen => {
+            tracing::warn!(%addr, error = %e, "no web console: its default address is taken (--console-listen moves it)");
+            Ok(None)
+        }
+        Err(e) => Err(format!("web console on {addr}: {e}")),
+    }
+}
+
+/// The port of the web console `serve` starts unless told otherwise.
+const DEFAULT_CONSOLE_PORT: u16 = 8080;
 
 /// Blocks until SIGINT or SIGTERM.
 fn wait_for_signal() {
@@ -177,6 +236,20 @@ fn run(cli: Cli) -> Result<(), String> {
             c.shutdown();
             Ok(())
         }
+        Cmd::Console {
+            namesrv_addr,
+            listen,
+        } => {
+            let namesrv = ringmq::config::parse_addr_list("--namesrv-addr", &namesrv_addr)
+                .map_err(|e| e.to_string())?;
+            let plan = ringmq::runtime::placement::ThreadPlan::for_this_process(false);
+            let console = ringmq::console::start_console(&plan, listen, namesrv)
+                .map_err(|e| format!("web console on {listen}: {e}"))?;
+            println!("console listening on {}", console.addr);
+            wait_for_signal();
+            console.shutdown();
+            Ok(())
+        }
         Cmd::Namesrv { listen, kv_config } => {
             let ns = start_namesrv(listen, Some(kv_config)).map_err(|e| e.to_string())?;
             println!("namesrv listening on {}", ns.addr);
@@ -233,6 +306,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 cfg.namesrv_addr = vec![ns_addr];
             }
             tracing::info!(config = ?cfg, "effective configuration");
+            // Before the broker: a console that cannot listen where it was told to stops the
+            // start before the store is opened.
+            let plan = ringmq::broker::threads::thread_plan(&cfg);
+            let console = start_serve_console(a.console_listen, &plan, cfg.namesrv_addr.clone())?;
             let b = start_broker(cfg).map_err(|e| e.to_string())?;
             if !b.wait_registered(std::time::Duration::from_secs(5)) {
                 tracing::warn!(
@@ -248,7 +325,13 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(ha) = b.ha_addr {
                 println!("ha listening on {ha}");
             }
+            if let Some(c) = &console {
+                println!("console listening on {}", c.addr);
+            }
             wait_for_signal();
+            if let Some(c) = console {
+                c.shutdown();
+            }
             let res = b.shutdown().map_err(|e| e.to_string());
             ns.shutdown();
             if let Some(c) = controller {

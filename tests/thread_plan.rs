@@ -1,5 +1,5 @@
-//! A broker and name server (and controller) started in this process as `ringmq serve` starts
-//! them run exactly the threads the thread plan lists for their config, named and placed as it says; read from
+//! A broker, name server and web console (and controller) started in this process as `ringmq
+//! serve` starts them run exactly the threads the thread plan lists for their config, named and placed as it says; read from
 //! `/proc/self/task`. Kernel io_uring workers (names starting "iou-") are the kernel's threads,
 //! not ringmq's, and are left out of the comparison.
 
@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use raw_support::controller::free_ports;
 use raw_support::{create_topic_cmd, send_cmd, Conn};
 use ringmq::broker::start_broker;
-use ringmq::broker::threads::planned_threads;
+use ringmq::broker::threads::{planned_threads, thread_plan};
 use ringmq::config::BrokerConfig;
+use ringmq::console::start_console;
 use ringmq::controller::{start_controller, ControllerConfig};
 use ringmq::namesrv_server::start_namesrv;
 
@@ -77,8 +78,8 @@ fn wait_for(before: &BTreeSet<u32>, want: &[(String, String)]) -> Vec<(String, S
     }
 }
 
-/// Starts the name server (and, with `controller`, a controller) and a broker registered with
-/// it, as `serve` does, on loopback ports in `dir`; stores one message; checks the threads
+/// Starts the name server (and, with `controller`, a controller), a broker registered with it
+/// and the web console, as `serve` does, on loopback ports in `dir`; stores one message; checks the threads
 /// against the plan; stops them all.
 fn check_serve(
     dir: &std::path::Path,
@@ -126,6 +127,7 @@ fn check_serve(
             .expect("config key");
     }
     let want_cfg = cfg.clone();
+    let console = start_console(&thread_plan(&cfg), loopback, vec![ns.addr]).expect("console");
     let b = start_broker(cfg).expect("start broker");
     assert!(
         b.wait_registered(Duration::from_secs(10)),
@@ -140,7 +142,7 @@ fn check_serve(
         std::thread::sleep(Duration::from_millis(100));
     }
 
-    let mut want: Vec<(String, String)> = planned_threads(&want_cfg, true, controller)
+    let mut want: Vec<(String, String)> = planned_threads(&want_cfg, true, controller, true)
         .into_iter()
         .map(|t| {
             let cpus = t
@@ -154,6 +156,7 @@ fn check_serve(
     assert_eq!(got, want, "{case}: threads (name, CPUs) against the plan");
 
     drop(c);
+    console.shutdown();
     b.shutdown().expect("broker shutdown");
     ns.shutdown();
     if let Some(c) = ctl {
@@ -162,7 +165,7 @@ fn check_serve(
 }
 
 /// Under ASYNC_FLUSH and SYNC_FLUSH, with an embedded controller, and with `pinCores=false`,
-/// after a send, `serve`'s threads are the plan's: the same names, as many of each, each pinned
+/// after a send, `serve`'s threads (its console's workers among them) are the plan's: the same names, as many of each, each pinned
 /// thread on its planned core and every other one free to run wherever this process may.
 #[test]
 fn serve_runs_the_planned_threads() {

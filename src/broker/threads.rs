@@ -1,10 +1,11 @@
 //! The threads a process running a broker with this config starts: the thread plan
 //! (`runtime::placement`) applied to the broker's shard count and `pinCores`, with
-//! or without the embedded name server and controller (`ringmq serve`). Start-up spawns every
+//! or without the embedded name server, controller and web console (`ringmq serve`). Start-up spawns every
 //! one of them through the same plan, so a listing of a running broker's `/proc/PID/task` is
 //! this list (tests/thread_plan.rs checks it).
 
 use crate::config::BrokerConfig;
+use crate::constants::CONSOLE_WORKERS;
 use crate::runtime::placement::{PlannedThread, ThreadPlan, Workload};
 
 /// The broker's shards: `shardCount`, or one per core less the writer's.
@@ -20,12 +21,19 @@ pub fn thread_plan(cfg: &BrokerConfig) -> ThreadPlan {
     ThreadPlan::for_this_process(cfg.pin_cores)
 }
 
-/// Every thread of a process that runs this broker, plus the name server (`namesrv`) and a
-/// controller (`controller`) when it embeds them; the main thread aside.
-pub fn planned_threads(cfg: &BrokerConfig, namesrv: bool, controller: bool) -> Vec<PlannedThread> {
+/// Every thread of a process that runs this broker, plus the name server (`namesrv`), a
+/// controller (`controller`) and the web console (`console`) when it embeds them; the main
+/// thread aside.
+pub fn planned_threads(
+    cfg: &BrokerConfig,
+    namesrv: bool,
+    controller: bool,
+    console: bool,
+) -> Vec<PlannedThread> {
     thread_plan(cfg).threads(&Workload {
         shards: shard_count(cfg),
         namesrv,
         controller,
+        console_workers: if console { CONSOLE_WORKERS } else { 0 },
     })
 }

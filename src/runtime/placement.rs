@@ -8,8 +8,8 @@
 //! fdatasyncs go through its own io_uring ring) and the segment allocator it waits for when it
 //! catches up take the last core; shard `i` and its file-work thread (glommio's blocking pool
 //! behind `spawn_blocking`) take core `i % (cores - 1)`. The checkpoint and file-deletion threads, the name server (and its file-work
-//! thread) and the controller are left to the scheduler: they wait on the disk or the network
-//! and are never on a hot path.
+//! thread), the controller and the web console's workers are left to the scheduler: they wait
+//! on the disk or the network and are never on a hot path.
 //! With pinning off or one core, nothing is pinned.
 //!
 //! Names are at most [`COMM_LEN_MAX`] bytes, as Linux keeps them (`/proc/PID/task/TID/comm`).
@@ -42,11 +42,14 @@ pub enum Role {
     NamesrvFiles,
     /// The controller's tokio runtime.
     Controller,
+    /// Worker `i` of the web console (`console`): accepts and answers browser requests with
+    /// blocking admin calls.
+    Console(usize),
 }
 
 impl Role {
     /// One role of each kind, in the order of the architecture's table (indexed roles as 0).
-    pub const KINDS: [Role; 9] = [
+    pub const KINDS: [Role; 10] = [
         Role::Shard(0),
         Role::ShardFiles(0),
         Role::Writer,
@@ -56,6 +59,7 @@ impl Role {
         Role::Namesrv,
         Role::NamesrvFiles,
         Role::Controller,
+        Role::Console(0),
     ];
 
     /// The thread's name as Linux shows it (at most [`COMM_LEN_MAX`] bytes).
@@ -63,6 +67,7 @@ impl Role {
         let mut name = match self {
             Role::Shard(i) => format!("ringmq-shard-{i}"),
             Role::ShardFiles(i) => format!("ringmq-files-{i}"),
+            Role::Console(i) => format!("ringmq-web-{i}"),
             other => other.kind_name().to_string(),
         };
         name.truncate(COMM_LEN_MAX);
@@ -81,6 +86,7 @@ impl Role {
             Role::Namesrv => "ringmq-namesrv",
             Role::NamesrvFiles => "ringmq-ns-files",
             Role::Controller => "ringmq-control",
+            Role::Console(_) => "ringmq-web-N",
         }
     }
 
@@ -93,7 +99,8 @@ impl Role {
             | Role::CleanFiles
             | Role::Namesrv
             | Role::NamesrvFiles
-            | Role::Controller => "any",
+            | Role::Controller
+            | Role::Console(_) => "any",
         }
     }
 
@@ -106,6 +113,7 @@ impl Role {
                 | Role::Namesrv
                 | Role::NamesrvFiles
                 | Role::Controller
+                | Role::Console(_)
         )
     }
 }
@@ -119,6 +127,8 @@ pub struct Workload {
     pub namesrv: bool,
     /// A controller in this process.
     pub controller: bool,
+    /// Web-console workers (`serve`'s console, `ringmq console`; 0: none).
+    pub console_workers: usize,
 }
 
 /// One planned thread: its job, its name, its core (`None` = left to the scheduler).
@@ -171,7 +181,8 @@ impl ThreadPlan {
             | Role::CleanFiles
             | Role::Namesrv
             | Role::NamesrvFiles
-            | Role::Controller => unreachable!("never pinned"),
+            | Role::Controller
+            | Role::Console(_) => unreachable!("never pinned"),
         })
     }
 
@@ -222,6 +233,7 @@ impl ThreadPlan {
         if w.controller {
             roles.push(Role::Controller);
         }
+        roles.extend((0..w.console_workers).map(Role::Console));
         roles
             .into_iter()
             .map(|role| PlannedThread {

@@ -1,4 +1,5 @@
-//! The ringmq processes of a test: [`Broker`] (`ringmq serve`, embedded name server and broker),
+//! The ringmq processes of a test: [`Broker`] (`ringmq serve`, embedded name server and broker,
+//! with its web console only when asked: [`Broker::start_with_console`]),
 //! [`SecondBroker`] (a stand-alone `ringmq broker` registering with it), [`NameServer`] (a
 //! stand-alone `ringmq namesrv`) and [`GroupBroker`] (a master or slave `ringmq broker` that can
 //! be stopped, killed and started again on its store), each on a fresh
@@ -232,6 +233,8 @@ pub struct Broker {
     options: Vec<(String, String)>,
     namesrv_addr: String,
     broker_addr: String,
+    /// `Some` (the console's address once started) for a broker started with its console.
+    console_addr: Option<String>,
     starts: usize,
 }
 
@@ -243,6 +246,16 @@ impl Broker {
 
     /// `ringmq serve` with extra RocketMQ broker keys passed as `-o key=value`.
     pub fn start_with(options: &[(&str, &str)]) -> Broker {
+        Broker::start_inner(options, false)
+    }
+
+    /// `ringmq serve` with its web console on an ephemeral loopback port
+    /// ([`Broker::console_addr`]).
+    pub fn start_with_console(options: &[(&str, &str)]) -> Broker {
+        Broker::start_inner(options, true)
+    }
+
+    fn start_inner(options: &[(&str, &str)], console: bool) -> Broker {
         let store = tempfile::Builder::new()
             .prefix("ringmq-test-")
             .tempdir()
@@ -256,6 +269,7 @@ impl Broker {
                 .collect(),
             namesrv_addr: String::new(),
             broker_addr: String::new(),
+            console_addr: console.then(String::new),
             starts: 0,
         };
         broker.spawn();
@@ -264,19 +278,34 @@ impl Broker {
 
     fn spawn(&mut self) {
         assert!(self.proc.is_none(), "spawn while a ringmq is still running");
+        // Tests run in parallel: no broker takes the console's default port.
+        let console = if self.console_addr.is_some() {
+            "127.0.0.1:0"
+        } else {
+            "off"
+        };
         let args = broker_args(
-            &["serve", "--namesrv-listen", "127.0.0.1:0"],
+            &[
+                "serve",
+                "--namesrv-listen",
+                "127.0.0.1:0",
+                "--console-listen",
+                console,
+            ],
             self.store.path(),
             &self.options,
         );
         self.starts += 1;
-        let (proc, addrs) = Proc::spawn(
-            &format!("serve#{}", self.starts),
-            &args,
-            &["namesrv listening on", "broker listening on"],
-        );
+        let mut prefixes = vec!["namesrv listening on", "broker listening on"];
+        if self.console_addr.is_some() {
+            prefixes.push("console listening on");
+        }
+        let (proc, addrs) = Proc::spawn(&format!("serve#{}", self.starts), &args, &prefixes);
         self.namesrv_addr = addrs[0].clone();
         self.broker_addr = addrs[1].clone();
+        if let Some(c) = addrs.get(2) {
+            self.console_addr = Some(c.clone());
+        }
         self.proc = Some(proc);
     }
 
@@ -292,6 +321,13 @@ impl Broker {
 
     pub fn broker_port(&self) -> u16 {
         port_of(&self.broker_addr)
+    }
+
+    /// The web console's address, `127.0.0.1:PORT`; panics for a broker started without it.
+    pub fn console_addr(&self) -> String {
+        self.console_addr
+            .clone()
+            .expect("started without its console: use Broker::start_with_console")
     }
 
     pub fn store_dir(&self) -> &Path {

@@ -62,7 +62,14 @@ impl RawBroker {
     ) -> RawBroker {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringmq"));
         match namesrv_of {
-            None => cmd.args(["serve", "--namesrv-listen", "127.0.0.1:0"]),
+            // Tests run in parallel: no broker takes the console's default port.
+            None => cmd.args([
+                "serve",
+                "--namesrv-listen",
+                "127.0.0.1:0",
+                "--console-listen",
+                "off",
+            ]),
             Some(ns) => cmd.args(["broker", "--namesrv-addr", &ns.to_string()]),
         };
         cmd.args(["--broker-listen", "127.0.0.1:0", "--store-dir"])

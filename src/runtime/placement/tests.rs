@@ -16,6 +16,7 @@ fn writer_last_shards_round_the_rest() {
         Role::CleanFiles,
         Role::Namesrv,
         Role::Controller,
+        Role::Console(1),
     ] {
         assert_eq!(p.core(role), None, "{role:?}");
     }
@@ -28,7 +29,11 @@ fn writer_last_shards_round_the_rest() {
 #[test]
 fn names_fit_and_differ() {
     let mut names: Vec<String> = Role::KINDS.iter().map(|r| r.name()).collect();
-    names.extend([Role::Shard(99).name(), Role::ShardFiles(99).name()]);
+    names.extend([
+        Role::Shard(99).name(),
+        Role::ShardFiles(99).name(),
+        Role::Console(99).name(),
+    ]);
     for n in &names {
         assert!(n.len() <= COMM_LEN_MAX && n.starts_with("ringmq-"), "{n}");
     }
@@ -36,12 +41,12 @@ fn names_fit_and_differ() {
     assert_eq!(kinds.len(), Role::KINDS.len());
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), Role::KINDS.len() + 2);
+    assert_eq!(names.len(), Role::KINDS.len() + 3);
 }
 
 /// `serve` with two shards runs the shards with their file threads, the writer with its
-/// allocator, checkpoint and deletion threads, and the name server with its file thread; a
-/// name server alone has those two threads, a controller one more.
+/// allocator, checkpoint and deletion threads, the name server with its file thread and the
+/// console's workers; a name server alone has those two threads, a controller one more.
 #[test]
 fn threads_follow_the_workload() {
     let p = ThreadPlan::new(3, true);
@@ -49,6 +54,7 @@ fn threads_follow_the_workload() {
         shards: 2,
         namesrv: true,
         controller: false,
+        console_workers: 2,
     };
     let got: Vec<(String, Option<usize>)> = p
         .threads(&serve)
@@ -66,6 +72,8 @@ fn threads_follow_the_workload() {
         ("ringmq-clean", None),
         ("ringmq-namesrv", None),
         ("ringmq-ns-files", None),
+        ("ringmq-web-0", None),
+        ("ringmq-web-1", None),
     ]
     .into_iter()
     .map(|(n, c)| (n.to_string(), c))
@@ -75,6 +83,7 @@ fn threads_follow_the_workload() {
         shards: 0,
         namesrv: true,
         controller: false,
+        console_workers: 0,
     };
     assert_eq!(p.threads(&namesrv_alone).len(), 2);
     let with_controller = Workload {
