@@ -9,6 +9,8 @@
 # writer (replies wait for the group commit's fdatasync on the writer's ring; keys are indexed
 # later).
 # The C++-client tests need python3 with venv and PyPI (scripts/python-env.sh, RINGMQ_VENV).
+# The web console's browser test needs node and npm, Debian's chromium (installed with apt-get
+# when missing) and the npm registry (scripts/browser-env.sh, RINGMQ_NODE_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ringmq/target}"
@@ -22,6 +24,10 @@ cargo build --locked -p ringmq --bins
 # clone and hand its interpreter to the tests.
 RINGMQ_PYTHON="$(scripts/python-env.sh)"
 export RINGMQ_PYTHON
+# tests/console_browser.rs drives the web console in Chromium with playwright-core: install (or
+# reuse) them outside the clone and hand the node_modules path to the test.
+RINGMQ_NODE_MODULES="$(scripts/browser-env.sh)"
+export RINGMQ_NODE_MODULES
 # Benchmarks are not tests: they run with `cargo bench` (see bench/RESULTS.md).
 cargo test --locked -p ringmq --lib --bins --tests -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
 # The bench package's own unit tests (the load generator's; its benches are not run here).
