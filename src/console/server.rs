@@ -92,10 +92,10 @@ fn exchange(mut stream: TcpStream, peer: SocketAddr, console: &Console) {
         tracing::debug!(%peer, error = %e, "console: socket options");
         return;
     }
-    let resp = match http::read_request(&mut stream) {
-        Ok(req) => routes::route(console, &req),
-        Err(HttpError::Malformed(why)) => error_response(400, &why, false),
-        Err(e @ HttpError::TooLarge(_)) => error_response(413, &e.to_string(), false),
+    let (resp, unread) = match http::read_request(&mut stream) {
+        Ok(req) => (routes::route(console, &req), false),
+        Err(HttpError::Malformed(why)) => (error_response(400, &why, false), true),
+        Err(e @ HttpError::TooLarge(_)) => (error_response(413, &e.to_string(), false), true),
         Err(e) => {
             tracing::debug!(%peer, error = %e, "console: no request read");
             return;
@@ -104,7 +104,29 @@ fn exchange(mut stream: TcpStream, peer: SocketAddr, console: &Console) {
     if let Err(e) = http::write_response(&mut stream, &resp) {
         tracing::debug!(%peer, error = %e, "console: answer not written");
     }
+    if unread {
+        discard_input(&mut stream);
+    }
     let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+/// After answering a request the console did not read whole: stops writing and reads what the
+/// client still sends (at most `LINGER_BYTES`, for at most `LINGER_MS`), so that closing does not
+/// reset the connection before the client has read the answer.
+fn discard_input(stream: &mut TcpStream) {
+    const LINGER_BYTES: usize = 256 * 1024;
+    const LINGER_MS: u64 = 1_000;
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(LINGER_MS)));
+    let deadline = std::time::Instant::now() + Duration::from_millis(LINGER_MS);
+    let mut buf = [0u8; 4096];
+    let mut read = 0;
+    while read < LINGER_BYTES && std::time::Instant::now() < deadline {
+        match std::io::Read::read(stream, &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => read += n,
+        }
+    }
 }
 
 impl ConsoleServer {

@@ -2,7 +2,8 @@
 //! with its web console only when asked: [`Broker::start_with_console`]),
 //! [`SecondBroker`] (a stand-alone `ringmq broker` registering with it), [`NameServer`] (a
 //! stand-alone `ringmq namesrv`) and [`GroupBroker`] (a master or slave `ringmq broker` that can
-//! be stopped, killed and started again on its store), each on a fresh
+//! be stopped, killed and started again on its store), and [`ConsoleProcess`] (`ringmq console`
+//! alone), each on a fresh
 //! temp store with ephemeral ports, output drained by background threads, killed and cleaned
 //! up on drop, with the tail of stderr kept for failure reports.
 
@@ -429,6 +430,40 @@ impl SecondBroker {
     }
     pub fn stderr_tail(&self) -> String {
         self.proc.stderr_text()
+    }
+}
+
+/// A stand-alone web console (`ringmq console`) on an ephemeral loopback port.
+pub struct ConsoleProcess {
+    proc: Proc,
+    addr: String,
+}
+
+impl ConsoleProcess {
+    /// `ringmq console` for the name servers `namesrv` (`host:port;host:port`).
+    pub fn start(namesrv: &str) -> ConsoleProcess {
+        let args: Vec<String> = vec![
+            "console".into(),
+            "--namesrv-addr".into(),
+            namesrv.into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+        ];
+        let (proc, addrs) = Proc::spawn("console", &args, &["console listening on"]);
+        ConsoleProcess {
+            proc,
+            addr: addrs[0].clone(),
+        }
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> String {
+        self.addr.clone()
+    }
+
+    /// SIGTERM and wait; the exit status.
+    pub fn stop(mut self) -> ExitStatus {
+        self.proc.terminate()
     }
 }
 
