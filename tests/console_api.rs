@@ -1,5 +1,6 @@
 //! The web console's HTTP side over real sockets, without a browser: the JSON API's errors
-//! (bad requests, missing topics and groups, a name server that does not answer), the bounds of
+//! (bad requests, a form not posted as JSON, missing topics and groups, a name server that does
+//! not answer), the bounds of
 //! its HTTP server (an oversized request, browsers that stall), and `ringmq console` running
 //! alone and stopping on SIGTERM.
 
@@ -63,7 +64,13 @@ fn error_of(body: &str) -> String {
 fn api_errors_are_json_with_their_status() {
     let broker = Broker::start_with_console(&[]);
     let c = broker.console_addr();
+    let form_as_text = exchange(
+        &c,
+        b"POST /api/topics HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n\
+          Content-Length: 2\r\n\r\n{}",
+    );
     let cases: Vec<((u16, String), u16, &str)> = vec![
+        (form_as_text, 415, "application/json"),
         (get(&c, "/api/nothing"), 404, "/api/nothing"),
         (post(&c, "/api/cluster", "{}"), 405, "POST"),
         (get(&c, "/api/messages"), 400, "message id"),

@@ -22,6 +22,8 @@ pub struct Request {
     pub path: String,
     /// The query's `name=value` pairs, percent-decoded, in order.
     pub query: Vec<(String, String)>,
+    /// The `Content-Type` header's media type (before any `;`), lower-cased; empty if none.
+    pub content_type: String,
     pub body: Vec<u8>,
 }
 
@@ -91,6 +93,7 @@ fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         413 => "Content Too Large",
+        415 => "Unsupported Media Type",
         500 => "Internal Server Error",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
@@ -127,8 +130,17 @@ pub fn read_request(stream: &mut TcpStream) -> Result<Request, HttpError> {
         let method = req.method.unwrap_or_default().to_string();
         let target = req.path.unwrap_or_default();
         let mut content_length = 0usize;
+        let mut content_type = String::new();
         for h in req.headers.iter() {
-            if h.name.eq_ignore_ascii_case("content-length") {
+            if h.name.eq_ignore_ascii_case("content-type") {
+                let v = String::from_utf8_lossy(h.value);
+                content_type = v
+                    .split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase();
+            } else if h.name.eq_ignore_ascii_case("content-length") {
                 content_length = std::str::from_utf8(h.value)
                     .ok()
                     .and_then(|v| v.trim().parse().ok())
@@ -155,6 +167,7 @@ pub fn read_request(stream: &mut TcpStream) -> Result<Request, HttpError> {
             method,
             path,
             query,
+            content_type,
             body,
         });
     }

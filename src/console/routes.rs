@@ -20,7 +20,7 @@ pub fn route(console: &Console, req: &Request) -> Response {
     if path == "/api" || path.starts_with("/api/") {
         return super::api::handle(console, req);
     }
-    if req.method != "GET" && req.method != "HEAD" {
+    if req.method != "GET" {
         return error_response(405, &format!("{} is not allowed here", req.method), false);
     }
     if let Some(name) = path.strip_prefix("/assets/") {
@@ -57,6 +57,7 @@ mod tests {
             method: "GET".into(),
             path: path.into(),
             query: Vec::new(),
+            content_type: String::new(),
             body: Vec::new(),
         }
     }

@@ -22,6 +22,15 @@ pub fn handle(console: &Console, req: &Request) -> Response {
     let rest = req.path.strip_prefix("/api").unwrap_or_default();
     let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let method = req.method.as_str();
+    // A form from another site's page cannot be sent as JSON without the browser asking this
+    // console first (CORS), which it never allows: so only the console's own pages can post.
+    if method == "POST" && req.content_type != "application/json" {
+        return error_response(
+            415,
+            "the API takes forms as Content-Type: application/json",
+            true,
+        );
+    }
     let result = match (method, segs.as_slice()) {
         ("GET", ["cluster"]) => cluster::cluster(console),
         ("GET", ["topics"]) => topics::list(console),
