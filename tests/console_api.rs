@@ -188,3 +188,46 @@ fn oversized_and_stalled_requests_are_bounded() {
         }
     }
 }
+
+/// `serve --console-listen ADDR` where ADDR is taken stops the start with an error naming the
+/// address, before the broker opens its store.
+#[test]
+fn serve_fails_on_a_taken_console_address() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let store = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .args(["serve", "--namesrv-listen", "127.0.0.1:0"])
+        .args(["--broker-listen", "127.0.0.1:0", "--console-listen", &addr])
+        .arg("--store-dir")
+        .arg(store.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn ringmq");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve kept running with its console address taken");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!status.success(), "{err}");
+    assert!(err.contains(&format!("web console on {addr}")), "{err}");
+    assert!(
+        !store.path().join("commitlog").exists(),
+        "the store was opened: {err}"
+    );
+}
