@@ -1,8 +1,8 @@
 //! The web console's HTTP side over real sockets, without a browser: the JSON API's errors
-//! (bad requests, a form not posted as JSON, missing topics and groups, a name server that does
-//! not answer), the bounds of
-//! its HTTP server (an oversized request, browsers that stall), and `ringmq console` running
-//! alone and stopping on SIGTERM.
+//! (bad requests, a form not posted as JSON, missing topics and groups, a name server or a
+//! broker that does not answer), the bounds of its HTTP server (an oversized request, browsers
+//! that stall), `ringmq console` running alone and stopping on SIGTERM, and `serve` refusing to
+//! start with its console address taken.
 
 mod common;
 
@@ -230,4 +230,56 @@ fn serve_fails_on_a_taken_console_address() {
         !store.path().join("commitlog").exists(),
         "the store was opened: {err}"
     );
+}
+
+/// A broker the name server still lists but that no longer answers keeps its row in
+/// `/api/cluster`, with the reason it gave no figures, beside the brokers that answer.
+#[test]
+fn a_broker_down_is_shown_with_its_reason() {
+    let broker = Broker::start_with_console(&[]);
+    let c = broker.console_addr();
+    let second = broker.start_second_broker("broker-down");
+    let second_addr = second.broker_addr();
+    let rows = |body: &str| -> Vec<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_str(body).expect("JSON");
+        v["clusters"]
+            .as_array()
+            .expect("clusters")
+            .iter()
+            .flat_map(|cl| cl["brokers"].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (status, body) = get(&c, "/api/cluster");
+        assert_eq!(status, 200, "{body}");
+        if rows(&body).len() == 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "second broker never listed: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(second);
+    // The name server forgets a silent broker only after 120 s: until then it is listed.
+    let (status, body) = get(&c, "/api/cluster");
+    assert_eq!(status, 200, "{body}");
+    let rows = rows(&body);
+    let down = rows
+        .iter()
+        .find(|r| r["brokerName"] == "broker-down")
+        .unwrap_or_else(|| panic!("no row for the broker that went down: {body}"));
+    let why = down["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains(&second_addr) && why.contains("unreachable"),
+        "{body}"
+    );
+    assert!(down["putTps"].is_null(), "{body}");
+    let up = rows
+        .iter()
+        .find(|r| r["brokerName"] == "broker-a")
+        .unwrap_or_else(|| panic!("no row for the live broker: {body}"));
+    assert!(up["error"].is_null() && up["version"].is_string(), "{body}");
 }
