@@ -123,6 +123,24 @@ fn update_topic_then_route_list_and_status() {
         .split_whitespace()
         .collect();
     assert_eq!(&row[..4], ["broker-a", "1", "0", "1"], "{st:?}");
+
+    admin(
+        ns,
+        &[
+            "updateTopic",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            "AdmT2",
+            "-r",
+            "2",
+            "-w",
+            "2",
+        ],
+    )
+    .ok();
+    let route = admin_until_ok(ns, &["topicRoute", "-t", "AdmT2", "--json"]).json();
+    assert_eq!(route["queueDatas"][0]["readQueueNums"], 2, "{route}");
 }
 
 /// deleteTopic removes the topic from broker and name server: its route is gone (exit 1).
@@ -261,6 +279,20 @@ fn consumer_progress_and_reset_offset_by_time() {
         ],
     )
     .ok();
+    let none = admin(
+        ns,
+        &[
+            "resetOffsetByTime",
+            "-g",
+            "NoSuchGroup",
+            "-t",
+            "AdmP",
+            "-s",
+            "now",
+        ],
+    );
+    assert_eq!(none.code, 1, "{none:?}");
+    assert!(none.stderr.contains("NoSuchGroup"), "{none:?}");
     assert!(r.stdout.contains("#brokerName"), "{r:?}");
     let j = admin(ns, &["consumerProgress", "-g", "AdmPG", "--json"])
         .ok()

@@ -402,7 +402,8 @@ impl AdminClient {
     /// Resets `group`'s offsets on `topic` to `timestamp` on every master of the topic:
     /// INVOKE_BROKER_TO_RESET_OFFSET, or, where the broker does not serve it or no consumer of
     /// the group is online, Java's older way (GET_CONSUME_STATS, SEARCH_OFFSET_BY_TIMESTAMP and
-    /// UPDATE_CONSUMER_OFFSET per queue; without `force` an offset only moves back).
+    /// UPDATE_CONSUMER_OFFSET per queue the group has an offset for; without `force` an offset
+    /// only moves back).
     pub fn reset_offset(
         &self,
         topic: &str,
@@ -417,8 +418,18 @@ impl AdminClient {
                 Err(AdminError::Refused { code, .. })
                     if code == NOT_SUPPORTED || code == rc::CONSUMER_NOT_ONLINE =>
                 {
-                    let stats = self.consume_stats(&b.addr, group, Some(topic))?;
-                    for q in stats.offset_table {
+                    // Without the topic the broker lists only the queues the group has
+                    // offsets for, so a group that never consumed the topic resets nothing.
+                    let stats = match self.consume_stats(&b.addr, group, None) {
+                        Ok(s) => s,
+                        Err(e) if e.is_not_found() => continue,
+                        Err(e) => return Err(e),
+                    };
+                    let of_topic = stats
+                        .offset_table
+                        .into_iter()
+                        .filter(|q| q.message_queue.topic == topic);
+                    for q in of_topic {
                         let mq = q.message_queue;
                         let found = self.search_offset(&b.addr, topic, mq.queue_id, timestamp)?;
                         let offset = if force || found < q.offset.consumer_offset {
