@@ -11,7 +11,8 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 
 use super::bodies::{QueueOffset, ResetOffsetBody};
-use super::client::{malformed, refused_reply, AdminClient, NOT_SUPPORTED};
+use super::client::{malformed, AdminClient, NOT_SUPPORTED};
+use super::transport::refused;
 use super::AdminError;
 use crate::constants::MAX_FRAME_LEN;
 use crate::protocol::body::{EXPRESSION_TYPE_TAG, SUB_ALL};
@@ -187,11 +188,7 @@ impl AdminClient {
         match r.code {
             rc::SUCCESS => MessageView::from_records(&r.body).map_err(|e| malformed(addr, e)),
             rc::QUERY_NOT_FOUND => Ok(Vec::new()),
-            _ => Err(refused_reply(
-                addr,
-                &format!("querying key {key} of {topic}"),
-                &r,
-            )),
+            _ => Err(refused(addr, &format!("querying key {key} of {topic}"), &r)),
         }
     }
 
@@ -319,7 +316,7 @@ impl AdminClient {
             rc::PULL_RETRY_IMMEDIATELY => "NO_MATCHED_MSG",
             rc::PULL_OFFSET_MOVED => "OFFSET_ILLEGAL",
             _ => {
-                return Err(refused_reply(
+                return Err(refused(
                     addr,
                     &format!("pulling {topic} queue {queue_id}"),
                     &r,
@@ -385,7 +382,7 @@ impl AdminClient {
             rc::FLUSH_DISK_TIMEOUT => "FLUSH_DISK_TIMEOUT",
             rc::FLUSH_SLAVE_TIMEOUT => "FLUSH_SLAVE_TIMEOUT",
             rc::SLAVE_NOT_AVAILABLE => "SLAVE_NOT_AVAILABLE",
-            _ => return Err(refused_reply(addr, &format!("sending to {topic}"), &r)),
+            _ => return Err(refused(addr, &format!("sending to {topic}"), &r)),
         };
         let h = SendMessageResponseHeader::from_command(&r)
             .map_err(|e| malformed(addr, e.to_string()))?;
