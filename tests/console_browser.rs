@@ -152,6 +152,19 @@ fn console_pages_work_in_a_browser() {
     let offset_msg_id = picked.offset_msg_id.clone().expect("offsetMsgId");
     let total = MESSAGES as i64 + 1;
 
+    // The consumer commits its offsets every few seconds: the group's page has queues once it
+    // has committed them all.
+    let admin = AdminClient::new(&ns).expect("admin client");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while committed_total(&admin, &group, &topic) != total {
+        assert!(
+            Instant::now() < deadline,
+            "the consumer's offsets never reached {total}: {}",
+            committed_total(&admin, &group, &topic)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
     std::fs::create_dir_all(&shots).expect("screenshot dir");
     let mut cfg = serde_json::json!({
@@ -178,7 +191,6 @@ fn console_pages_work_in_a_browser() {
             .contains(&broker.broker_addr()),
         "{seen}"
     );
-    let admin = AdminClient::new(&ns).expect("admin client");
     let queue_count: i32 = admin
         .topic_route(&topic)
         .expect("route")
@@ -216,15 +228,7 @@ fn console_pages_work_in_a_browser() {
 
     // The reset: with the consumer gone (its last offsets committed), every message consumed...
     rt.block_on(shutdown_push(consumer));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while committed_total(&admin, &group, &topic) != total {
-        assert!(
-            Instant::now() < deadline,
-            "the consumer's offsets never reached {total}: {}",
-            committed_total(&admin, &group, &topic)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    assert_eq!(committed_total(&admin, &group, &topic), total);
     cfg["phase"] = "reset".into();
     let seen = run_script(&cfg);
     assert_eq!(seen["resetQueues"], queue_count, "{seen}");

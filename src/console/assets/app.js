@@ -283,7 +283,8 @@ async function groupPage(group) {
     return;
   }
   const chart = h("div", { class: "chart", id: "lag-chart" });
-  const topics = [...new Set(g.queues.map((q) => q.topic))];
+  // The topics it has offsets on, and those its online clients subscribe to.
+  const topics = [...new Set([...g.queues.map((q) => q.topic), ...(g.subscriptions || []).map((s) => s.topic)])];
   page.replaceChildren(
     h("h1", {}, "Consumer group ", h("span", { id: "group-name" }, g.group)),
     h("div", { class: "stats" }, stat("total lag", g.totalLag, "group-lag"), stat("clients", g.clients.length, "group-clients"),
