@@ -10,9 +10,11 @@
 //! - `remoting`: the connection loop shared by broker and name server, zero-copy writes.
 //! - `broker`: request handlers and broker state (topics, groups, offsets, long polling).
 //! - `namesrv`: route table, broker liveness, KV config (pure); `namesrv_server` runs it.
+//! - `auth`: access control (request signatures).
 //! - `common`: the clock and config-file replacement, shared by broker and name server.
 //! - `config`: broker.conf (RocketMQ key=value names) and CLI overrides.
 
+pub mod auth;
 pub mod broker;
 pub mod common;
 pub mod config;
