@@ -1,4 +1,7 @@
 //! Access control: who a request comes from and whether it may do what it asks. `signature`
-//! checks RocketMQ's request signature.
+//! checks RocketMQ's request signature; `model` is ACL 2.0's users and ACLs; `authorize` is
+//! the decision over them.
 
+pub mod authorize;
+pub mod model;
 pub mod signature;
