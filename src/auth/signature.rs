@@ -20,7 +20,7 @@ use crate::protocol::command::ExtFields;
 pub const ACCESS_KEY: &str = "AccessKey";
 /// The ext field carrying the signature; the only field left out of the content.
 pub const SIGNATURE: &str = "Signature";
-/// The optional ext field carrying a session token; it is signed like any other field.
+/// The optional ext field carrying a security token (STS); it is signed like any other field.
 pub const SECURITY_TOKEN: &str = "SecurityToken";
 /// Java's `MixAll.UNIQUE_MSG_QUERY_FLAG`: left out of the content for clients of 4.9.3 and
 /// older, which added it after signing.
