@@ -1,5 +1,6 @@
 //! ringmq command line: `serve` (name server + broker in one process, the embedded default),
-//! `namesrv`, `broker -c broker.conf`, `controller -c controller.conf`.
+//! `namesrv`, `broker -c broker.conf`, `controller -c controller.conf`, and `admin`
+//! (mqadmin's commands, `ringmq::admin_cli`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -48,6 +49,8 @@ enum Cmd {
         #[arg(short = 'c', long = "config")]
         config: PathBuf,
     },
+    /// mqadmin's commands against a running deployment (`ringmq admin help` lists them).
+    Admin(ringmq::admin_cli::AdminArgs),
 }
 
 #[derive(Args)]
@@ -143,6 +146,9 @@ fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
+    if let Cmd::Admin(args) = cli.cmd {
+        std::process::exit(ringmq::admin_cli::run(args));
+    }
     let code = match run(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -156,6 +162,10 @@ fn main() {
 fn run(cli: Cli) -> Result<(), String> {
     let _keep = Arc::new(());
     match cli.cmd {
+        Cmd::Admin(args) => match ringmq::admin_cli::run(args) {
+            0 => Ok(()),
+            code => std::process::exit(code),
+        },
         Cmd::Controller { config } => {
             let cfg = ringmq::controller::ControllerConfig::from_file(&config)
                 .map_err(|e| format!("{}: {e}", config.display()))?;

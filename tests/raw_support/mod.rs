@@ -2,6 +2,7 @@
 //! store, and talk to it with ringmq's own codec over plain blocking sockets.
 #![allow(dead_code)]
 
+pub mod admin;
 pub mod controller;
 pub mod proxy;
 

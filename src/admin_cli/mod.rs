@@ -1,0 +1,221 @@
+//! `ringmq admin`: RocketMQ's mqadmin commands, with mqadmin's names and flags, over the
+//! [`crate::admin`] client.
+//!
+//! Owns the command line (clap definitions of every command), the dispatch, the output (an
+//! aligned table for people, or with `--json` one JSON document on stdout for scripts) and the
+//! exit codes: 0 success, 1 the server refused or the thing does not exist, 2 a usage error
+//! (as clap's own), 3 a name server or broker unreachable; every failure is one line on stderr.
+//! The commands live by subject: `topics`, `groups`, `messages`, `brokers`; `output` renders.
+
+mod brokers;
+mod groups;
+mod messages;
+mod output;
+mod topics;
+
+use clap::{Args, Subcommand};
+
+use crate::admin::{AdminClient, AdminError, DEFAULT_NAMESRV};
+
+/// Exit code: the command did what it was asked.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: a server refused, or the topic, group or message does not exist.
+pub const EXIT_REFUSED: i32 = 1;
+/// Exit code: the command line is wrong (clap exits with the same code).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: a name server or broker could not be reached.
+pub const EXIT_UNREACHABLE: i32 = 3;
+
+/// `ringmq admin [-n addr] [--json] <command> [flags]`.
+#[derive(Args, Debug)]
+pub struct AdminArgs {
+    /// Name server address(es), `host:port;host:port` (default: $NAMESRV_ADDR, then
+    /// 127.0.0.1:9876).
+    #[arg(short = 'n', long = "namesrvAddr", global = true)]
+    pub namesrv_addr: Option<String>,
+    /// Print one JSON document on stdout instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Timeout of each request, in milliseconds.
+    #[arg(long = "timeoutMillis", global = true, default_value_t = 5000)]
+    pub timeout_ms: u64,
+    #[command(subcommand)]
+    pub cmd: AdminCmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AdminCmd {
+    /// List the clusters and their brokers.
+    #[command(name = "clusterList")]
+    ClusterList(topics::ClusterListArgs),
+    /// List every topic the name server knows.
+    #[command(name = "topicList")]
+    TopicList,
+    /// Show a topic's route: its brokers and queues.
+    #[command(name = "topicRoute")]
+    TopicRoute(topics::TopicArg),
+    /// Show a topic's queues: min and max offsets, last update.
+    #[command(name = "topicStatus")]
+    TopicStatus(topics::TopicArg),
+    /// Create or update a topic on a broker or on every master of a cluster.
+    #[command(name = "updateTopic")]
+    UpdateTopic(topics::UpdateTopicArgs),
+    /// Delete a topic from the brokers and the name server.
+    #[command(name = "deleteTopic")]
+    DeleteTopic(topics::DeleteTopicArgs),
+    /// Create or update a subscription group.
+    #[command(name = "updateSubGroup")]
+    UpdateSubGroup(groups::UpdateSubGroupArgs),
+    /// Delete a subscription group.
+    #[command(name = "deleteSubGroup")]
+    DeleteSubGroup(groups::DeleteSubGroupArgs),
+    /// Show a consumer group's progress per queue.
+    #[command(name = "consumerProgress")]
+    ConsumerProgress(groups::ConsumerProgressArgs),
+    /// Show a consumer group's connections and subscriptions.
+    #[command(name = "consumerConnection")]
+    ConsumerConnection(groups::ConsumerConnectionArgs),
+    /// Show a producer group's connections.
+    #[command(name = "producerConnection")]
+    ProducerConnection(groups::ProducerConnectionArgs),
+    /// Move a consumer group's offsets on a topic to a point in time.
+    #[command(name = "resetOffsetByTime")]
+    ResetOffsetByTime(groups::ResetOffsetByTimeArgs),
+    /// Show a message by its id.
+    #[command(name = "queryMsgById")]
+    QueryMsgById(messages::QueryMsgByIdArgs),
+    /// List the messages of a topic with a key.
+    #[command(name = "queryMsgByKey")]
+    QueryMsgByKey(messages::QueryMsgByKeyArgs),
+    /// Show the message at a queue offset.
+    #[command(name = "queryMsgByOffset")]
+    QueryMsgByOffset(messages::QueryMsgByOffsetArgs),
+    /// Show a broker's runtime status.
+    #[command(name = "brokerStatus")]
+    BrokerStatus(brokers::BrokerOrClusterArgs),
+    /// Show a broker's configuration.
+    #[command(name = "getBrokerConfig")]
+    GetBrokerConfig(brokers::BrokerOrClusterArgs),
+    /// Change one key of a broker's configuration.
+    #[command(name = "updateBrokerConfig")]
+    UpdateBrokerConfig(brokers::UpdateBrokerConfigArgs),
+    /// Send one message.
+    #[command(name = "sendMessage")]
+    SendMessage(messages::SendMessageArgs),
+    /// Read messages from a topic's queues (the group's offsets are not moved).
+    #[command(name = "consumeMessage")]
+    ConsumeMessage(messages::ConsumeMessageArgs),
+}
+
+/// What a command failed on.
+#[derive(Debug)]
+pub enum CliError {
+    Admin(AdminError),
+    Usage(String),
+}
+
+impl From<AdminError> for CliError {
+    fn from(e: AdminError) -> Self {
+        CliError::Admin(e)
+    }
+}
+
+impl CliError {
+    fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Usage(_) | CliError::Admin(AdminError::InvalidArgument(_)) => EXIT_USAGE,
+            CliError::Admin(e) if e.is_unreachable() => EXIT_UNREACHABLE,
+            CliError::Admin(_) => EXIT_REFUSED,
+        }
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CliError::Admin(e) => write!(f, "{e}"),
+            CliError::Usage(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+pub type CliResult = Result<(), CliError>;
+
+/// What every command gets: the client and the output form.
+pub struct Ctx {
+    pub client: AdminClient,
+    pub json: bool,
+}
+
+/// Runs one admin command; returns the process's exit code (the error already on stderr).
+pub fn run(args: AdminArgs) -> i32 {
+    let addr = args
+        .namesrv_addr
+        .clone()
+        .or_else(|| {
+            std::env::var("NAMESRV_ADDR")
+                .ok()
+                .filter(|a| !a.trim().is_empty())
+        })
+        .unwrap_or_else(|| DEFAULT_NAMESRV.to_owned());
+    let client = match AdminClient::new(&addr) {
+        Ok(c) => c.with_timeout(std::time::Duration::from_millis(args.timeout_ms.max(1))),
+        Err(e) => return fail(CliError::Admin(e)),
+    };
+    let ctx = Ctx {
+        client,
+        json: args.json,
+    };
+    let res = match &args.cmd {
+        AdminCmd::ClusterList(a) => topics::cluster_list(&ctx, a),
+        AdminCmd::TopicList => topics::topic_list(&ctx),
+        AdminCmd::TopicRoute(a) => topics::topic_route(&ctx, a),
+        AdminCmd::TopicStatus(a) => topics::topic_status(&ctx, a),
+        AdminCmd::UpdateTopic(a) => topics::update_topic(&ctx, a),
+        AdminCmd::DeleteTopic(a) => topics::delete_topic(&ctx, a),
+        AdminCmd::UpdateSubGroup(a) => groups::update_sub_group(&ctx, a),
+        AdminCmd::DeleteSubGroup(a) => groups::delete_sub_group(&ctx, a),
+        AdminCmd::ConsumerProgress(a) => groups::consumer_progress(&ctx, a),
+        AdminCmd::ConsumerConnection(a) => groups::consumer_connection(&ctx, a),
+        AdminCmd::ProducerConnection(a) => groups::producer_connection(&ctx, a),
+        AdminCmd::ResetOffsetByTime(a) => groups::reset_offset_by_time(&ctx, a),
+        AdminCmd::QueryMsgById(a) => messages::query_msg_by_id(&ctx, a),
+        AdminCmd::QueryMsgByKey(a) => messages::query_msg_by_key(&ctx, a),
+        AdminCmd::QueryMsgByOffset(a) => messages::query_msg_by_offset(&ctx, a),
+        AdminCmd::BrokerStatus(a) => brokers::broker_status(&ctx, a),
+        AdminCmd::GetBrokerConfig(a) => brokers::get_broker_config(&ctx, a),
+        AdminCmd::UpdateBrokerConfig(a) => brokers::update_broker_config(&ctx, a),
+        AdminCmd::SendMessage(a) => messages::send_message(&ctx, a),
+        AdminCmd::ConsumeMessage(a) => messages::consume_message(&ctx, a),
+    };
+    match res {
+        Ok(()) => EXIT_OK,
+        Err(e) => fail(e),
+    }
+}
+
+fn fail(e: CliError) -> i32 {
+    eprintln!("ringmq admin: {e}");
+    e.exit_code()
+}
+
+/// The broker addresses a `-b`/`-c` pair names: the broker given, or every master of the
+/// cluster; neither is a usage error.
+pub fn target_brokers(
+    ctx: &Ctx,
+    broker: Option<&str>,
+    cluster: Option<&str>,
+) -> Result<Vec<String>, CliError> {
+    match (broker, cluster) {
+        (Some(b), _) => Ok(vec![b.to_owned()]),
+        (None, Some(c)) => Ok(ctx
+            .client
+            .masters(Some(c))?
+            .into_iter()
+            .map(|b| b.addr)
+            .collect()),
+        (None, None) => Err(CliError::Usage(
+            "give a broker address (-b) or a cluster name (-c)".into(),
+        )),
+    }
+}

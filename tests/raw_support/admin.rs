@@ -1,0 +1,94 @@
+//! Running the built `ringmq admin` against a test's broker: its exit code, stdout and stderr,
+//! and the JSON document `--json` prints.
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// One finished `ringmq admin` run.
+#[derive(Debug)]
+pub struct AdminRun {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl AdminRun {
+    /// stdout as JSON (panics with the run when it is not).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {self:?}"))
+    }
+
+    /// Asserts exit 0 and returns self.
+    pub fn ok(self) -> AdminRun {
+        assert_eq!(self.code, 0, "ringmq admin failed: {self:?}");
+        self
+    }
+}
+
+/// `ringmq admin <args> -n <namesrv>`; `NAMESRV_ADDR` is cleared so only `-n` counts.
+pub fn admin(namesrv: SocketAddr, args: &[&str]) -> AdminRun {
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.extend(["-n".to_owned(), namesrv.to_string()]);
+    admin_raw(&all, None)
+}
+
+/// `ringmq admin <args>` as given, with `NAMESRV_ADDR` set to `env` (or cleared).
+pub fn admin_raw(args: &[String], env: Option<&str>) -> AdminRun {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringmq"));
+    cmd.arg("admin").args(args).env_remove("NAMESRV_ADDR");
+    if let Some(v) = env {
+        cmd.env("NAMESRV_ADDR", v);
+    }
+    let out = cmd.output().expect("run ringmq admin");
+    AdminRun {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `ringmq admin` until it exits 0 (a topic's route reaching the name server, say), for
+/// at most 15 s.
+pub fn admin_until_ok(namesrv: SocketAddr, args: &[&str]) -> AdminRun {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let r = admin(namesrv, args);
+        if r.code == 0 {
+            return r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never succeeded within 15 s: {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Creates `topic` with `queues` queues on the broker at `broker` and waits for its route.
+pub fn create_topic(namesrv: SocketAddr, broker: SocketAddr, topic: &str, queues: u32) {
+    let q = queues.to_string();
+    admin(
+        namesrv,
+        &[
+            "updateTopic",
+            "-b",
+            &broker.to_string(),
+            "-t",
+            topic,
+            "-r",
+            &q,
+            "-w",
+            &q,
+        ],
+    )
+    .ok();
+    admin_until_ok(namesrv, &["topicRoute", "-t", topic]);
+}
+
+/// An address nothing listens on.
+pub fn dead_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
