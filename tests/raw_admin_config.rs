@@ -1,6 +1,7 @@
 //! UPDATE_BROKER_CONFIG (25), byte-level: a run-time key changed by an admin shows in
 //! GET_BROKER_CONFIG (26) and takes effect at once on every shard; Java's black-listed keys,
-//! keys ringmq cannot change while it runs, and bad values are refused and change nothing.
+//! keys ringmq cannot change while it runs, and bad values are refused and change nothing; a
+//! broker started with `-c broker.conf` keeps the change in that file across a restart.
 
 mod raw_support;
 
@@ -69,4 +70,40 @@ fn refused_updates_change_nothing() {
     assert!(r.remark.unwrap_or_default().contains("maxReconsumeTimes"));
     assert_eq!(c.call(update("")).code, rc::SUCCESS);
     assert_eq!(config(&mut c), before);
+}
+
+/// With `-c broker.conf`, a change is written into the file (its other lines kept) and is the
+/// broker's configuration after a restart.
+#[test]
+fn a_change_is_persisted_into_broker_conf() {
+    let conf_dir = tempfile::tempdir().unwrap();
+    let conf = conf_dir.path().join("broker.conf");
+    std::fs::write(
+        &conf,
+        "# test broker\nmaxReconsumeTimes=16\nbrokerName=conf-broker\n",
+    )
+    .unwrap();
+    let b = RawBroker::start_with_conf(tempfile::tempdir().unwrap(), &conf, &[]);
+    let mut c = Conn::connect(b.broker);
+    let r = c.call(update("maxReconsumeTimes=4\nlongPollingEnable=false\n"));
+    assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let want =
+        "# test broker\nmaxReconsumeTimes=4\nbrokerName=conf-broker\nlongPollingEnable=false\n";
+    while std::fs::read_to_string(&conf).unwrap() != want {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "broker.conf: {}",
+            std::fs::read_to_string(&conf).unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(c);
+    let dir = b.stop();
+    let b = RawBroker::start_with_conf(dir, &conf, &[]);
+    let mut c = Conn::connect(b.broker);
+    let text = config(&mut c);
+    assert!(text.contains("maxReconsumeTimes=4\n"), "{text}");
+    assert!(text.contains("longPollingEnable=false\n"), "{text}");
+    assert!(text.contains("brokerName=conf-broker\n"), "{text}");
 }
