@@ -131,6 +131,7 @@ pub async fn consume_stats(
         .map(|s| s.keys().cloned().collect());
     let broker_name = shard.ctx.cfg.broker_name.clone();
     let mut table = Vec::new();
+    let mut counted = Vec::new();
     for topic in topics {
         if subscribed.as_ref().is_some_and(|s| !s.contains(&topic)) {
             continue;
@@ -138,6 +139,7 @@ pub async fn consume_stats(
         let Some((read, _)) = queue_nums(&shard, &topic) else {
             continue;
         };
+        counted.push(topic.clone());
         for qid in 0..read {
             let (t, g) = (topic.clone(), h.consumer_group.clone());
             let w = on_owner(&shard, &topic, qid, move |s| {
@@ -164,7 +166,9 @@ pub async fn consume_stats(
             table.push((mq, w));
         }
     }
-    Ok(RemotingCommand::response_for(cmd, 0, None).with_body(consume_stats_json(0.0, &table)))
+    let tps =
+        crate::broker::broker_stats::group_get_tps(&shard, &h.consumer_group, counted).await?;
+    Ok(RemotingCommand::response_for(cmd, 0, None).with_body(consume_stats_json(tps, &table)))
 }
 
 /// GET_TOPIC_STATS_INFO: per write queue, min and max offsets and the last message's store time.

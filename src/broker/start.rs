@@ -56,6 +56,8 @@ pub struct BrokerHandle {
     pub fast_addr: Option<SocketAddr>,
     /// Where slaves connect (masters only).
     pub ha_addr: Option<SocketAddr>,
+    /// The Prometheus endpoint (`metricsExporterType=PROM`).
+    pub metrics_addr: Option<SocketAddr>,
     registered: Arc<std::sync::atomic::AtomicBool>,
     senders: Vec<MailboxSender<Job<Shard>>>,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -70,6 +72,8 @@ struct ShardParts {
     listeners: Vec<(std::net::TcpListener, bool)>,
     /// Shard 0 of a master: the HA listener.
     ha_listener: Option<std::net::TcpListener>,
+    /// Shard 0 with metricsExporterType=PROM: the metrics endpoint's listener.
+    metrics_listener: Option<std::net::TcpListener>,
     cqs: Vec<ConsumeQueue>,
     offsets: OffsetTable,
     meta: Option<Metadata>,
@@ -130,6 +134,18 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         let l = std::net::TcpListener::bind(want).map_err(err)?;
         ha_addr = Some(l.local_addr().map_err(err)?);
         ha_listener = Some(l);
+    }
+    // The Prometheus endpoint: metricsPromExporterHost (brokerIP1 by default, as in Java); a
+    // taken port stops start-up.
+    let mut metrics_listener = None;
+    let mut metrics_addr = None;
+    if cfg.metrics.exporter_type == crate::config::metrics::ExporterType::Prom {
+        let ip = cfg.metrics.prom_host.unwrap_or(cfg.broker_ip1);
+        let want = SocketAddr::new(ip, cfg.metrics.prom_port);
+        let err = |source| StartError::Listen { addr: want, source };
+        let l = std::net::TcpListener::bind(want).map_err(err)?;
+        metrics_addr = Some(l.local_addr().map_err(err)?);
+        metrics_listener = Some(l);
     }
     let mut store_cfg = cfg.store.clone();
     // The writer's helper threads start at open, so the store learns the plan here.
@@ -209,6 +225,11 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             completion_queues: completion_queues.clone(),
             listeners,
             ha_listener: if i == 0 { ha_listener.take() } else { None },
+            metrics_listener: if i == 0 {
+                metrics_listener.take()
+            } else {
+                None
+            },
             cqs,
             offsets,
             meta: if i == 0 { meta.take() } else { None },
@@ -243,6 +264,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         listen_addr,
         fast_addr,
         ha_addr,
+        metrics_addr,
         senders,
         threads,
         writer: Some(writer),
@@ -312,10 +334,17 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         }
         runtime::spawn(register::run(shard.clone(), learned, master));
         runtime::spawn(crate::broker::runtime_info::run_sampler(shard.clone()));
+        runtime::spawn(crate::broker::broker_stats::run_sampler(shard.clone()));
         runtime::spawn(periodic_meta(shard.clone()));
     }
     // The main and fast listeners of a shard share its connection count.
     let shard_connections = Rc::new(Cell::new(0usize));
+    if let Some(l) = p.metrics_listener {
+        runtime::spawn(crate::broker::metrics::serve(
+            shard.clone(),
+            Listener::from_std(l),
+        ));
+    }
     if let Some(l) = p.ha_listener {
         runtime::spawn(crate::broker::ha::serve(
             shard.clone(),

@@ -266,3 +266,11 @@ ext_header! {
         pub topic: String => "topic",
     }
 }
+
+ext_header! {
+    /// VIEW_BROKER_STATS_DATA: one of Java's `BrokerStatsManager` stats by name and key.
+    pub struct ViewBrokerStatsDataRequestHeader {
+        pub stats_name: String => "statsName",
+        pub stats_key: String => "statsKey",
+    }
+}
