@@ -35,6 +35,10 @@ const REQUEST_MAX: usize = 8 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections served at once.
 const CONNECTIONS_MAX: usize = 16;
+/// After a 400, how much more of the request is read and dropped, and for how long, so that
+/// closing does not reset the connection before the client has read the answer.
+const DRAIN_MAX: usize = 64 * 1024;
+const DRAIN_IDLE: Duration = Duration::from_millis(200);
 /// Headers parsed per request.
 const HEADERS_MAX: usize = 32;
 /// Java's `brokerPermission` default: read and write.
@@ -232,6 +236,7 @@ async fn connection(s0: &Rc<Shard>, mut stream: Stream) -> std::io::Result<()> {
         }
     };
     const TEXT: &str = "text/plain; charset=utf-8";
+    let bad = route == Route::BadRequest;
     let out = match route {
         Route::Metrics { head } => match scrape(s0).await {
             Ok(text) => response("200 OK", CONTENT_TYPE, "", &text, head),
@@ -254,7 +259,18 @@ async fn connection(s0: &Rc<Shard>, mut stream: Stream) -> std::io::Result<()> {
         Route::BadRequest => response("400 Bad Request", TEXT, "", "bad request\n", false),
     };
     stream.write_all(&out).await?;
-    stream.flush().await
+    stream.flush().await?;
+    if bad {
+        let mut left = DRAIN_MAX;
+        while left > 0 {
+            let want = left.min(buf.len());
+            match runtime::timeout(DRAIN_IDLE, stream.read(&mut buf[..want])).await {
+                Some(Ok(n)) if n > 0 => left -= n.min(left),
+                _ => break,
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
