@@ -72,8 +72,8 @@ struct ShardParts {
     listeners: Vec<(std::net::TcpListener, bool)>,
     /// Shard 0 of a master: the HA listener.
     ha_listener: Option<std::net::TcpListener>,
-    /// Shard 0 with metricsExporterType=PROM: the metrics endpoint's listener.
-    metrics_listener: Option<std::net::TcpListener>,
+    /// Shard 0 with metricsExporterType=PROM: the metrics endpoint's listener and sources.
+    metrics: Option<crate::broker::metrics::MetricsParts>,
     cqs: Vec<ConsumeQueue>,
     offsets: OffsetTable,
     meta: Option<Metadata>,
@@ -166,6 +166,11 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         &store_cfg,
         Box::new(ShardDispatcher::new(completion_queues.clone(), owner_of)),
     )?;
+    let mut metrics_parts = metrics_listener.map(|listener| crate::broker::metrics::MetricsParts {
+        listener,
+        group_commit: writer.group_commit_stats_shared(),
+        completion_queues: completion_queues.clone(),
+    });
     let delay_levels = cfg.store.delay_levels.clone();
     let mut delay_split: Vec<std::collections::BTreeMap<i32, i64>> = vec![Default::default(); n];
     for (level, off) in schedule::load_progress(&cfg.store.store_path_root_dir) {
@@ -225,11 +230,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             completion_queues: completion_queues.clone(),
             listeners,
             ha_listener: if i == 0 { ha_listener.take() } else { None },
-            metrics_listener: if i == 0 {
-                metrics_listener.take()
-            } else {
-                None
-            },
+            metrics: if i == 0 { metrics_parts.take() } else { None },
             cqs,
             offsets,
             meta: if i == 0 { meta.take() } else { None },
@@ -339,11 +340,8 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     }
     // The main and fast listeners of a shard share its connection count.
     let shard_connections = Rc::new(Cell::new(0usize));
-    if let Some(l) = p.metrics_listener {
-        runtime::spawn(crate::broker::metrics::serve(
-            shard.clone(),
-            Listener::from_std(l),
-        ));
+    if let Some(m) = p.metrics {
+        runtime::spawn(crate::broker::metrics::serve(shard.clone(), m));
     }
     if let Some(l) = p.ha_listener {
         runtime::spawn(crate::broker::ha::serve(

@@ -50,6 +50,8 @@ pub struct BrokerFigures {
     pub oneway_dropped: u64,
     /// SYNC_FLUSH group commits: rounds, records, bytes, total fdatasync time (µs).
     pub group_commit: Option<[u64; 4]>,
+    /// Items waiting in each shard's completion queue, by shard.
+    pub completion_depths: Vec<u64>,
 }
 
 /// One scrape's data, handed to `prometheus_client` as a collector.
@@ -395,6 +397,19 @@ impl Exposition {
             "Records not kept because a shard's metrics map was full",
             &one(self.snap.dropped),
         )?;
+        let depths: Vec<(Labels, i64)> = f
+            .completion_depths
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (vec![("shard", Cow::Owned(i.to_string()))], *d as i64))
+            .collect();
+        gauge(
+            e,
+            "ringmq_completion_queue_depth",
+            "Writer completions waiting for their shard",
+            None,
+            &depths,
+        )?;
         if let Some([rounds, records, bytes, sync_us]) = f.group_commit {
             counter(
                 e,
@@ -591,6 +606,8 @@ mod tests {
             permission: 6,
             storage_size_bytes: Some(4096),
             reserve_time_ms: Some(60_000),
+            group_commit: Some([2, 10, 4096, 500]),
+            completion_depths: vec![0, 3],
             ..BrokerFigures::default()
         };
         let text = render(common(), Exposition { snap, broker });
@@ -610,5 +627,8 @@ mod tests {
         assert!(
             line(&text, "rocketmq_storage_message_reserve_time_milliseconds{").ends_with(" 60000")
         );
+        assert!(text.contains(",shard=\"1\"} 3\n"), "{text}");
+        assert!(line(&text, "ringmq_group_commit_rounds_total{").ends_with(" 2"));
+        assert!(line(&text, "ringmq_group_commit_sync_microseconds_total{").ends_with(" 500"));
     }
 }

@@ -19,8 +19,10 @@ pub mod snapshot;
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::broker::completion::CompletionQueues;
 use crate::broker::error::BrokerError;
 use crate::broker::metrics::exposition::{BrokerFigures, Exposition};
 use crate::broker::metrics::record::{RpcKey, RpcResult};
@@ -28,6 +30,7 @@ use crate::broker::shard::Shard;
 use crate::remoting::Outbound;
 use crate::runtime;
 use crate::runtime::net::{Listener, Stream};
+use crate::writer::GroupCommitStats;
 
 /// The largest request accepted (request line and headers).
 const REQUEST_MAX: usize = 8 * 1024;
@@ -46,6 +49,16 @@ const BROKER_PERMISSION: i64 = 6;
 
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// What shard 0's endpoint is started with.
+pub struct MetricsParts {
+    /// Bound at start-up (so a taken port stops it); adopted by shard 0.
+    pub listener: std::net::TcpListener,
+    /// The writer's SYNC_FLUSH group-commit counters (None under ASYNC_FLUSH).
+    pub group_commit: Option<Arc<GroupCommitStats>>,
+    /// Every shard's completion queue, for their depths.
+    pub completion_queues: CompletionQueues,
+}
+
 /// The labels every point carries: Java's common labels, then `metricsLabel`'s.
 fn common_labels(s0: &Shard) -> Vec<(String, String)> {
     let cfg = &s0.ctx.cfg;
@@ -58,7 +71,7 @@ fn common_labels(s0: &Shard) -> Vec<(String, String)> {
     l
 }
 
-async fn broker_figures(s0: &Rc<Shard>) -> BrokerFigures {
+async fn broker_figures(s0: &Rc<Shard>, sources: &Sources) -> BrokerFigures {
     use std::sync::atomic::Ordering::Relaxed;
     let ctx = &s0.ctx;
     let root = ctx.cfg.store.store_path_root_dir.clone();
@@ -76,8 +89,26 @@ async fn broker_figures(s0: &Rc<Shard>) -> BrokerFigures {
         zero_copy_bytes: runtime::net::SENDFILE_BYTES.load(Relaxed),
         zero_copy_fallback_bytes: runtime::net::SENDFILE_FALLBACK_BYTES.load(Relaxed),
         oneway_dropped: crate::broker::stats::ONEWAY_DROPPED.load(Relaxed),
-        group_commit: None,
+        group_commit: sources.group_commit.as_ref().map(|g| {
+            [
+                g.group_commits.load(Relaxed),
+                g.records.load(Relaxed),
+                g.bytes.load(Relaxed),
+                g.sync_us_total.load(Relaxed),
+            ]
+        }),
+        completion_depths: sources
+            .completion_queues
+            .iter()
+            .map(|q| q.depth() as u64)
+            .collect(),
     }
+}
+
+/// What a scrape reads besides the shards.
+struct Sources {
+    group_commit: Option<Arc<GroupCommitStats>>,
+    completion_queues: CompletionQueues,
 }
 
 /// Times one request for `rocketmq_rpc_latency`: started when the request is handed to the
@@ -140,17 +171,22 @@ pub fn response_code_of(out: &Outbound) -> Option<i32> {
 }
 
 /// One scrape's OpenMetrics text.
-pub async fn scrape(s0: &Rc<Shard>) -> Result<String, BrokerError> {
+async fn scrape(s0: &Rc<Shard>, sources: &Sources) -> Result<String, BrokerError> {
     let snap = snapshot::gather(s0).await?;
-    let broker = broker_figures(s0).await;
+    let broker = broker_figures(s0, sources).await;
     Ok(exposition::render(
         common_labels(s0),
         Exposition { snap, broker },
     ))
 }
 
-/// Shard 0: serves the endpoint on `listener` until the broker stops.
-pub async fn serve(s0: Rc<Shard>, listener: Listener) {
+/// Shard 0: serves the endpoint until the broker stops.
+pub async fn serve(s0: Rc<Shard>, parts: MetricsParts) {
+    let listener = Listener::from_std(parts.listener);
+    let sources = Rc::new(Sources {
+        group_commit: parts.group_commit,
+        completion_queues: parts.completion_queues,
+    });
     let active = Rc::new(Cell::new(0usize));
     loop {
         let stream = match listener.accept().await {
@@ -169,9 +205,9 @@ pub async fn serve(s0: Rc<Shard>, listener: Listener) {
             continue;
         }
         active.set(active.get() + 1);
-        let (s0, active) = (s0.clone(), active.clone());
+        let (s0, active, sources) = (s0.clone(), active.clone(), sources.clone());
         runtime::spawn(async move {
-            if let Err(e) = connection(&s0, stream).await {
+            if let Err(e) = connection(&s0, &sources, stream).await {
                 tracing::debug!(error = %e, "metrics endpoint: connection ended");
             }
             active.set(active.get() - 1);
@@ -219,7 +255,7 @@ fn response(status: &str, content_type: &str, extra: &str, body: &str, head: boo
     out
 }
 
-async fn connection(s0: &Rc<Shard>, mut stream: Stream) -> std::io::Result<()> {
+async fn connection(s0: &Rc<Shard>, sources: &Sources, mut stream: Stream) -> std::io::Result<()> {
     let mut buf = vec![0u8; REQUEST_MAX];
     let mut len = 0;
     let route = loop {
@@ -238,7 +274,7 @@ async fn connection(s0: &Rc<Shard>, mut stream: Stream) -> std::io::Result<()> {
     const TEXT: &str = "text/plain; charset=utf-8";
     let bad = route == Route::BadRequest;
     let out = match route {
-        Route::Metrics { head } => match scrape(s0).await {
+        Route::Metrics { head } => match scrape(s0, sources).await {
             Ok(text) => response("200 OK", CONTENT_TYPE, "", &text, head),
             Err(e) => response("503 Service Unavailable", TEXT, "", &format!("{e}\n"), head),
         },
