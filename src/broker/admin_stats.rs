@@ -133,6 +133,7 @@ pub async fn consume_stats(
         .filter(|s| !s.is_empty())
         .map(|s| s.keys().cloned().collect());
     let mut table = Vec::new();
+    let mut counted = Vec::new();
     for topic in topics {
         if subscribed.as_ref().is_some_and(|s| !s.contains(&topic)) {
             continue;
@@ -140,9 +141,12 @@ pub async fn consume_stats(
         let Some((read, _)) = queue_nums(&shard, &topic) else {
             continue;
         };
+        counted.push(topic.clone());
         table.extend(group_queue_stats(&shard, &topic, &h.consumer_group, read).await?);
     }
-    Ok(RemotingCommand::response_for(cmd, 0, None).with_body(consume_stats_json(0.0, &table)))
+    let tps =
+        crate::broker::broker_stats::group_get_tps(&shard, &h.consumer_group, counted).await?;
+    Ok(RemotingCommand::response_for(cmd, 0, None).with_body(consume_stats_json(tps, &table)))
 }
 
 /// One group's progress on queues 0..`queues` of `topic`, each read on its owner shard: the

@@ -127,7 +127,9 @@ pub async fn send_msg_back(
         },
     )?;
     append(&shard, vec![record], true).await?;
+    crate::broker::metrics::record::sent_back(&format!("{orig_topic}@{}", h.group));
     if to_dlq {
+        crate::broker::metrics::record::sent_to_dlq(&h.group);
         tracing::info!(group = %h.group, topic = %orig_topic, reconsume, "message moved to the dead-letter queue");
     }
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))

@@ -17,11 +17,13 @@ pub mod ha;
 pub mod keys;
 pub mod limits;
 pub mod local_address;
+pub mod metrics;
 pub mod transaction;
 
 pub use controller_mode::ControllerModeConfig;
 pub use ha::{BrokerRole, HaConfig};
 pub use limits::Limits;
+pub use metrics::MetricsConfig;
 pub use transaction::TransactionConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +89,8 @@ pub struct BrokerConfig {
     pub ha: HaConfig,
     /// RocketMQ 5's controller mode (see `controller_mode`).
     pub controller_mode: ControllerModeConfig,
+    /// The metrics exporter (see `metrics`).
+    pub metrics: MetricsConfig,
     pub store: StoreConfig,
     /// Keys we read but do not act on.
     pub unknown: BTreeMap<String, String>,
@@ -124,6 +128,7 @@ impl Default for BrokerConfig {
             transaction: TransactionConfig::default(),
             ha: HaConfig::default(),
             controller_mode: ControllerModeConfig::default(),
+            metrics: MetricsConfig::default(),
             store,
             unknown: BTreeMap::new(),
         }
@@ -216,6 +221,9 @@ impl BrokerConfig {
             return done;
         }
         if let Some(done) = self.controller_mode.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.metrics.set(key, value) {
             return done;
         }
         let s = &mut self.store;
@@ -344,6 +352,7 @@ impl BrokerConfig {
         }
         self.limits.validate(&self.store)?;
         self.controller_mode.validate()?;
+        self.metrics.validate()?;
         // In controller mode the controller assigns the id and the role (Java's quick start
         // writes brokerId=-1 and brokerRole=SLAVE).
         if !self.controller_mode.enabled {

@@ -582,6 +582,10 @@ impl WriterHandle {
     pub fn group_commit_stats(&self) -> Option<&GroupCommitStats> {
         self.group_commit_stats.as_deref()
     }
+    /// The same counters, shared (the metrics endpoint reads them at each scrape).
+    pub fn group_commit_stats_shared(&self) -> Option<Arc<GroupCommitStats>> {
+        self.group_commit_stats.clone()
+    }
 
     /// Drains the inbox, flushes, writes the checkpoint, removes the abort file, joins.
     pub fn shutdown(mut self) -> Result<(), StoreError> {

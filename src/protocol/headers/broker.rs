@@ -331,3 +331,11 @@ ext_header! {
         pub is_order: bool => "isOrder",
     }
 }
+
+ext_header! {
+    /// VIEW_BROKER_STATS_DATA: one of Java's `BrokerStatsManager` stats by name and key.
+    pub struct ViewBrokerStatsDataRequestHeader {
+        pub stats_name: String => "statsName",
+        pub stats_key: String => "statsKey",
+    }
+}
