@@ -46,8 +46,8 @@ fn a_runtime_key_changes_config_and_behaviour() {
 }
 
 /// Black-listed keys get Java's NO_PERMISSION remark; keys ringmq cannot change at run time
-/// are all named; a value that does not parse is refused; none of them changes anything, and
-/// an empty body succeeds as on Java.
+/// are all named; a value that does not parse, and a body that is not text, are refused; none
+/// of them changes anything, and an empty body succeeds as on Java.
 #[test]
 fn refused_updates_change_nothing() {
     let b = RawBroker::start(&[]);
@@ -68,6 +68,11 @@ fn refused_updates_change_nothing() {
     let r = c.call(update("maxReconsumeTimes=many"));
     assert_eq!(r.code, rc::INVALID_PARAMETER);
     assert!(r.remark.unwrap_or_default().contains("maxReconsumeTimes"));
+    let r = c.call(
+        RemotingCommand::new_request(req::UPDATE_BROKER_CONFIG)
+            .with_body(vec![0xff, 0xfe, b'=', b'1']),
+    );
+    assert_eq!(r.code, rc::INVALID_PARAMETER, "a body that is not text");
     assert_eq!(c.call(update("")).code, rc::SUCCESS);
     assert_eq!(config(&mut c), before);
 }
