@@ -8,8 +8,8 @@ use crate::broker::error::BrokerError;
 use crate::broker::runtime_info;
 use crate::broker::shard::Shard;
 use crate::broker::{
-    admin, admin_conns, admin_stats, clients, offsets, pull, query, relay, replicas, reply, retry,
-    send, topic_delete, transaction,
+    admin, admin_config, admin_conns, admin_groups, admin_offsets, admin_stats, admin_store,
+    clients, offsets, pull, query, relay, replicas, reply, retry, send, topic_delete, transaction,
 };
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
@@ -105,6 +105,44 @@ impl Handler for BrokerHandler {
                 }
                 req::CONSUME_MESSAGE_DIRECTLY => {
                     frame(relay::consume_message_directly(shard, &cmd).await)
+                }
+                req::UPDATE_BROKER_CONFIG => {
+                    frame(admin_config::update_broker_config(shard, &cmd).await)
+                }
+                req::GET_TOPIC_CONFIG => frame(admin::topic_config(&shard, &cmd)),
+                req::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => frame(Ok(admin::system_topic_list(&cmd))),
+                req::DELETE_SUBSCRIPTIONGROUP => {
+                    frame(admin_groups::delete_subscription_group(shard, &cmd).await)
+                }
+                req::GET_SUBSCRIPTIONGROUP_CONFIG => {
+                    frame(admin_groups::subscription_group_config(shard, &cmd).await)
+                }
+                req::QUERY_TOPIC_CONSUME_BY_WHO => {
+                    frame(admin_groups::topic_consume_by_who(shard, &cmd).await)
+                }
+                req::GET_ALL_PRODUCER_INFO => {
+                    frame(admin_groups::all_producer_info(shard, &cmd).await)
+                }
+                req::INVOKE_BROKER_TO_RESET_OFFSET => {
+                    frame(admin_offsets::reset_offset(shard, &cmd).await)
+                }
+                req::CLONE_GROUP_OFFSET => {
+                    frame(admin_offsets::clone_group_offset(shard, &cmd).await)
+                }
+                req::GET_BROKER_CONSUME_STATS => {
+                    frame(admin_offsets::broker_consume_stats(shard, &cmd).await)
+                }
+                req::QUERY_CONSUME_QUEUE => {
+                    frame(admin_store::query_consume_queue(shard, &cmd).await)
+                }
+                req::CLEAN_EXPIRED_CONSUMEQUEUE => {
+                    frame(admin_store::clean_expired_consume_queue(shard, &cmd).await)
+                }
+                req::DELETE_EXPIRED_COMMITLOG => {
+                    frame(Ok(admin_store::delete_expired_commit_log(&shard, &cmd)))
+                }
+                req::CLEAN_UNUSED_TOPIC => {
+                    frame(admin_store::clean_unused_topic(shard, &cmd).await)
                 }
                 _ => {
                     let remark = format!(" request type {code} not supported");

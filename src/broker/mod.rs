@@ -8,8 +8,12 @@
 //! needs state owned elsewhere is forwarded with `Mesh::call`; nothing is shared mutably.
 
 pub mod admin;
+pub mod admin_config;
 pub mod admin_conns;
+pub mod admin_groups;
+pub mod admin_offsets;
 pub mod admin_stats;
+pub mod admin_store;
 pub mod append;
 pub mod broker2client;
 pub mod clean;
@@ -38,6 +42,7 @@ pub mod role;
 pub mod runtime_info;
 pub mod schedule;
 pub mod send;
+pub mod settings;
 pub mod shard;
 pub mod slave_sync;
 pub mod start;

@@ -219,17 +219,17 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
         )));
     }
     let filter = resolve_filter(&shard, &h).await?;
-    let cfg = &shard.ctx.cfg;
     // A slave answers every miss with PULL_RETRY_IMMEDIATELY (see `suggest`), so it never parks
     // a pull, as in Java where that rule runs before the pull is suspended.
     let on_slave = shard.ctx.role.is_slave();
     let suspend = if on_slave {
         None
     } else if h.sys_flag & FLAG_SUSPEND != 0 {
-        let ms = if cfg.long_polling_enable {
+        let settings = shard.settings();
+        let ms = if settings.long_polling_enable {
             h.suspend_timeout_millis.clamp(0, 60_000) as u64
         } else {
-            cfg.short_polling_time_mills
+            settings.short_polling_time_mills
         };
         Some(Duration::from_millis(ms))
     } else {
@@ -325,7 +325,7 @@ async fn resolve_filter(
     shard: &Rc<Shard>,
     h: &PullMessageRequestHeader,
 ) -> Result<MsgFilter, BrokerError> {
-    let sql_enabled = shard.ctx.cfg.enable_property_filter;
+    let sql_enabled = shard.settings().enable_property_filter;
     if h.sys_flag & FLAG_SUBSCRIPTION != 0 {
         return MsgFilter::build(
             h.subscription.as_deref().unwrap_or("*"),

@@ -55,6 +55,9 @@ pub struct BrokerConfig {
     pub listen_addr: SocketAddr,
     /// RocketMQ's "fast"/VIP port, listenPort - 2 by default; 0 disables it.
     pub fast_listen_port: u16,
+    /// The broker.conf this config was read from (Java's `brokerConfigPath`), where
+    /// UPDATE_BROKER_CONFIG persists a change; None without one.
+    pub broker_config_path: Option<PathBuf>,
     pub auto_create_topic_enable: bool,
     pub auto_create_subscription_group: bool,
     pub default_topic_queue_nums: u32,
@@ -103,6 +106,7 @@ impl Default for BrokerConfig {
             broker_ip1: local_address::local_address(),
             listen_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 10911),
             fast_listen_port: 10909,
+            broker_config_path: None,
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,
             default_topic_queue_nums: 8,
@@ -126,22 +130,13 @@ impl Default for BrokerConfig {
     }
 }
 
-/// Parses Java-properties text into key/value pairs (`#`/`!` comments, `=` or `:` separators).
+/// Parses Java-properties text into key/value pairs, as `java.util.Properties.load` reads it
+/// (`common::properties_text`), values trimmed.
 pub fn parse_properties(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-            continue;
-        }
-        let split = line.find(['=', ':']);
-        let (k, v) = match split {
-            Some(i) => (&line[..i], &line[i + 1..]),
-            None => (line, ""),
-        };
-        out.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    out
+    crate::common::properties_text::parse(text)
+        .into_iter()
+        .map(|(k, v)| (k, v.trim().to_string()))
+        .collect()
 }
 
 fn invalid(key: &str, value: &str, reason: impl ToString) -> ConfigError {
@@ -205,6 +200,7 @@ impl BrokerConfig {
         for (k, v) in parse_properties(&text) {
             cfg.set(&k, &v)?;
         }
+        cfg.broker_config_path = Some(path.to_path_buf());
         Ok(cfg)
     }
 
