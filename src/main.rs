@@ -146,9 +146,6 @@ fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
-    if let Cmd::Admin(args) = cli.cmd {
-        std::process::exit(ringmq::admin_cli::run(args));
-    }
     let code = match run(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -162,10 +159,8 @@ fn main() {
 fn run(cli: Cli) -> Result<(), String> {
     let _keep = Arc::new(());
     match cli.cmd {
-        Cmd::Admin(args) => match ringmq::admin_cli::run(args) {
-            0 => Ok(()),
-            code => std::process::exit(code),
-        },
+        // Its own exit codes and its own one-line errors.
+        Cmd::Admin(args) => std::process::exit(ringmq::admin_cli::run(args)),
         Cmd::Controller { config } => {
             let cfg = ringmq::controller::ControllerConfig::from_file(&config)
                 .map_err(|e| format!("{}: {e}", config.display()))?;

@@ -4,24 +4,15 @@
 
 mod raw_support;
 
-use raw_support::admin::{admin, admin_raw, admin_until_ok, create_topic, dead_addr};
+use raw_support::admin::{
+    admin, admin_raw, admin_until_ok, commit_offset, create_topic, dead_addr, groups_of,
+};
 use raw_support::{Conn, RawBroker};
-use ringmq::protocol::body::{from_json, SubscriptionGroupWrapper};
 use ringmq::protocol::codes::request_code;
 use ringmq::protocol::RemotingCommand;
 
 fn start() -> RawBroker {
     RawBroker::start(&["shardCount=2", "pinCores=false"])
-}
-
-/// The broker's subscription groups, asked over the wire (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
-fn groups_of(b: &RawBroker) -> SubscriptionGroupWrapper {
-    let mut c = Conn::connect(b.broker);
-    let r = c.call(RemotingCommand::new_request(
-        request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-    ));
-    assert_eq!(r.code, 0, "{:?}", r.remark);
-    from_json(&r.body).expect("group wrapper")
 }
 
 /// clusterList lists the broker by cluster, name, id and address, in the table and in JSON.
@@ -123,6 +114,24 @@ fn update_topic_then_route_list_and_status() {
         .split_whitespace()
         .collect();
     assert_eq!(&row[..4], ["broker-a", "1", "0", "1"], "{st:?}");
+
+    admin(
+        ns,
+        &[
+            "updateTopic",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            "AdmT2",
+            "-r",
+            "2",
+            "-w",
+            "2",
+        ],
+    )
+    .ok();
+    let route = admin_until_ok(ns, &["topicRoute", "-t", "AdmT2", "--json"]).json();
+    assert_eq!(route["queueDatas"][0]["readQueueNums"], 2, "{route}");
 }
 
 /// deleteTopic removes the topic from broker and name server: its route is gone (exit 1).
@@ -162,7 +171,7 @@ fn update_sub_group_creates_the_group() {
     )
     .ok();
     assert!(out.stdout.contains("AdmG"), "{out:?}");
-    let g = &groups_of(&b).subscription_group_table["AdmG"];
+    let g = &groups_of(b.broker).subscription_group_table["AdmG"];
     assert_eq!(g.retry_max_times, 5);
     assert!(g.consume_message_orderly);
     let j = admin(
@@ -180,20 +189,9 @@ fn update_sub_group_creates_the_group() {
     .json();
     assert_eq!(j["brokerAddrs"][0], b.broker.to_string(), "{j}");
     assert_eq!(j["subscriptionGroupConfig"]["groupName"], "AdmG2", "{j}");
-    assert!(groups_of(&b).subscription_group_table.contains_key("AdmG2"));
-}
-
-/// UPDATE_CONSUMER_OFFSET for `group` on `topic` queue `qid`.
-fn commit(b: &RawBroker, group: &str, topic: &str, qid: i32, offset: i64) {
-    let mut c = Conn::connect(b.broker);
-    let r = c.call(
-        RemotingCommand::new_request(request_code::UPDATE_CONSUMER_OFFSET)
-            .with_ext("consumerGroup", group)
-            .with_ext("topic", topic)
-            .with_ext("queueId", qid)
-            .with_ext("commitOffset", offset),
-    );
-    assert_eq!(r.code, 0, "{:?}", r.remark);
+    assert!(groups_of(b.broker)
+        .subscription_group_table
+        .contains_key("AdmG2"));
 }
 
 /// consumerProgress shows a group's committed offsets against the broker's, and
@@ -206,7 +204,7 @@ fn consumer_progress_and_reset_offset_by_time() {
     for body in ["a", "b", "c"] {
         admin(ns, &["sendMessage", "-t", "AdmP", "-p", body, "-i", "0"]).ok();
     }
-    commit(&b, "AdmPG", "AdmP", 0, 2);
+    commit_offset(b.broker, "AdmPG", "AdmP", 0, 2);
     let j = admin(ns, &["consumerProgress", "-g", "AdmPG", "--json"])
         .ok()
         .json();
@@ -261,6 +259,20 @@ fn consumer_progress_and_reset_offset_by_time() {
         ],
     )
     .ok();
+    let none = admin(
+        ns,
+        &[
+            "resetOffsetByTime",
+            "-g",
+            "NoSuchGroup",
+            "-t",
+            "AdmP",
+            "-s",
+            "now",
+        ],
+    );
+    assert_eq!(none.code, 1, "{none:?}");
+    assert!(none.stderr.contains("NoSuchGroup"), "{none:?}");
     assert!(r.stdout.contains("#brokerName"), "{r:?}");
     let j = admin(ns, &["consumerProgress", "-g", "AdmPG", "--json"])
         .ok()

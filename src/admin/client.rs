@@ -16,7 +16,7 @@ use super::bodies::{
     KvTable, ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig, TopicConfig, TopicList,
     TopicRouteData, TopicStatsTable,
 };
-use super::transport::{invoke, invoke_ok, refused};
+use super::transport::{invoke, invoke_ok};
 use super::AdminError;
 use crate::protocol::body::{
     from_json, to_json, SubscriptionGroupWrapper, TopicConfigSerializeWrapper, MASTER_ID,
@@ -490,11 +490,6 @@ pub(super) fn malformed(addr: &str, reason: impl Into<String>) -> AdminError {
         addr: addr.to_owned(),
         reason: reason.into(),
     }
-}
-
-/// `Refused` for a reply with an unexpected code (message calls read codes themselves).
-pub(super) fn refused_reply(addr: &str, what: &str, reply: &RemotingCommand) -> AdminError {
-    refused(addr, what, reply)
 }
 
 /// The response code that means a broker does not serve a request.

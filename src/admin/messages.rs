@@ -11,7 +11,8 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 
 use super::bodies::{QueueOffset, ResetOffsetBody};
-use super::client::{malformed, refused_reply, AdminClient, NOT_SUPPORTED};
+use super::client::{malformed, AdminClient, NOT_SUPPORTED};
+use super::transport::refused;
 use super::AdminError;
 use crate::constants::MAX_FRAME_LEN;
 use crate::protocol::body::{EXPRESSION_TYPE_TAG, SUB_ALL};
@@ -187,11 +188,7 @@ impl AdminClient {
         match r.code {
             rc::SUCCESS => MessageView::from_records(&r.body).map_err(|e| malformed(addr, e)),
             rc::QUERY_NOT_FOUND => Ok(Vec::new()),
-            _ => Err(refused_reply(
-                addr,
-                &format!("querying key {key} of {topic}"),
-                &r,
-            )),
+            _ => Err(refused(addr, &format!("querying key {key} of {topic}"), &r)),
         }
     }
 
@@ -319,7 +316,7 @@ impl AdminClient {
             rc::PULL_RETRY_IMMEDIATELY => "NO_MATCHED_MSG",
             rc::PULL_OFFSET_MOVED => "OFFSET_ILLEGAL",
             _ => {
-                return Err(refused_reply(
+                return Err(refused(
                     addr,
                     &format!("pulling {topic} queue {queue_id}"),
                     &r,
@@ -385,7 +382,7 @@ impl AdminClient {
             rc::FLUSH_DISK_TIMEOUT => "FLUSH_DISK_TIMEOUT",
             rc::FLUSH_SLAVE_TIMEOUT => "FLUSH_SLAVE_TIMEOUT",
             rc::SLAVE_NOT_AVAILABLE => "SLAVE_NOT_AVAILABLE",
-            _ => return Err(refused_reply(addr, &format!("sending to {topic}"), &r)),
+            _ => return Err(refused(addr, &format!("sending to {topic}"), &r)),
         };
         let h = SendMessageResponseHeader::from_command(&r)
             .map_err(|e| malformed(addr, e.to_string()))?;
@@ -402,7 +399,8 @@ impl AdminClient {
     /// Resets `group`'s offsets on `topic` to `timestamp` on every master of the topic:
     /// INVOKE_BROKER_TO_RESET_OFFSET, or, where the broker does not serve it or no consumer of
     /// the group is online, Java's older way (GET_CONSUME_STATS, SEARCH_OFFSET_BY_TIMESTAMP and
-    /// UPDATE_CONSUMER_OFFSET per queue; without `force` an offset only moves back).
+    /// UPDATE_CONSUMER_OFFSET per queue the group has an offset for; without `force` an offset
+    /// only moves back).
     pub fn reset_offset(
         &self,
         topic: &str,
@@ -417,8 +415,18 @@ impl AdminClient {
                 Err(AdminError::Refused { code, .. })
                     if code == NOT_SUPPORTED || code == rc::CONSUMER_NOT_ONLINE =>
                 {
-                    let stats = self.consume_stats(&b.addr, group, Some(topic))?;
-                    for q in stats.offset_table {
+                    // Without the topic the broker lists only the queues the group has
+                    // offsets for, so a group that never consumed the topic resets nothing.
+                    let stats = match self.consume_stats(&b.addr, group, None) {
+                        Ok(s) => s,
+                        Err(e) if e.is_not_found() => continue,
+                        Err(e) => return Err(e),
+                    };
+                    let of_topic = stats
+                        .offset_table
+                        .into_iter()
+                        .filter(|q| q.message_queue.topic == topic);
+                    for q in of_topic {
                         let mq = q.message_queue;
                         let found = self.search_offset(&b.addr, topic, mq.queue_id, timestamp)?;
                         let offset = if force || found < q.offset.consumer_offset {

@@ -352,6 +352,13 @@ pub fn reset_offset_by_time(ctx: &Ctx, a: &ResetOffsetByTimeArgs) -> CliResult {
         }
         other => other?,
     };
+    if body.offset_table.is_empty() {
+        return Err(AdminError::NotFound(format!(
+            "consumer group {} has no offsets on topic {}",
+            a.group, a.topic
+        ))
+        .into());
+    }
     emit(ctx, &body, || {
         let mut t = Table::new(&["brokerName", "queueId", "offset"]);
         for q in &body.offset_table {

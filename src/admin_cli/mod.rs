@@ -219,3 +219,80 @@ pub fn target_brokers(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        admin: AdminArgs,
+    }
+
+    /// Each kind of failure maps to its documented exit code.
+    #[test]
+    fn exit_codes() {
+        let io = || std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let unreachable = AdminError::Unreachable {
+            addr: "a:1".into(),
+            source: io(),
+        };
+        let refused = AdminError::Refused {
+            addr: "a:1".into(),
+            what: "x".into(),
+            code: 17,
+            remark: String::new(),
+        };
+        assert_eq!(CliError::from(unreachable).exit_code(), EXIT_UNREACHABLE);
+        assert_eq!(CliError::from(refused).exit_code(), EXIT_REFUSED);
+        assert_eq!(
+            CliError::from(AdminError::NotFound("x".into())).exit_code(),
+            EXIT_REFUSED
+        );
+        assert_eq!(
+            CliError::from(AdminError::InvalidArgument("x".into())).exit_code(),
+            EXIT_USAGE
+        );
+        assert_eq!(CliError::Usage("x".into()).exit_code(), EXIT_USAGE);
+    }
+
+    /// mqadmin's short flags parse, global flags go after the command, and an unknown flag
+    /// is clap's error.
+    #[test]
+    fn mqadmin_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "admin",
+            "updateTopic",
+            "-t",
+            "T",
+            "-c",
+            "C",
+            "-r",
+            "4",
+            "-o",
+            "true",
+            "-n",
+            "h:1",
+            "--json",
+        ])
+        .unwrap();
+        assert_eq!(cli.admin.namesrv_addr.as_deref(), Some("h:1"));
+        assert!(cli.admin.json);
+        match cli.admin.cmd {
+            AdminCmd::UpdateTopic(a) => {
+                assert_eq!((a.topic.as_str(), a.cluster.as_deref()), ("T", Some("C")));
+                assert_eq!((a.read_queue_nums, a.write_queue_nums, a.perm), (4, 8, 6));
+                assert_eq!(a.order, Some(true));
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let e = Cli::try_parse_from(["admin", "topicList", "-x"])
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+        let e = Cli::try_parse_from(["admin", "topicRoute"]).err().unwrap();
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+    }
+}

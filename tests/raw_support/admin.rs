@@ -1,9 +1,16 @@
 //! Running the built `ringmq admin` against a test's broker: its exit code, stdout and stderr,
-//! and the JSON document `--json` prints.
+//! and the JSON document `--json` prints; and the broker state those tests check, asked over
+//! the wire.
 
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use ringmq::protocol::body::{from_json, SubscriptionGroupWrapper};
+use ringmq::protocol::codes::request_code;
+use ringmq::protocol::RemotingCommand;
+
+use super::Conn;
 
 /// One finished `ringmq admin` run.
 #[derive(Debug)]
@@ -91,4 +98,27 @@ pub fn create_topic(namesrv: SocketAddr, broker: SocketAddr, topic: &str, queues
 pub fn dead_addr() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr")
+}
+
+/// The broker's subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
+pub fn groups_of(broker: SocketAddr) -> SubscriptionGroupWrapper {
+    let mut c = Conn::connect(broker);
+    let r = c.call(RemotingCommand::new_request(
+        request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    ));
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    from_json(&r.body).expect("group wrapper")
+}
+
+/// Commits `offset` for `group` on `topic` queue `qid` (UPDATE_CONSUMER_OFFSET).
+pub fn commit_offset(broker: SocketAddr, group: &str, topic: &str, qid: i32, offset: i64) {
+    let mut c = Conn::connect(broker);
+    let r = c.call(
+        RemotingCommand::new_request(request_code::UPDATE_CONSUMER_OFFSET)
+            .with_ext("consumerGroup", group)
+            .with_ext("topic", topic)
+            .with_ext("queueId", qid)
+            .with_ext("commitOffset", offset),
+    );
+    assert_eq!(r.code, 0, "{:?}", r.remark);
 }
