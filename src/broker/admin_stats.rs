@@ -17,28 +17,9 @@ use serde::Serialize;
 use crate::broker::error::BrokerError;
 use crate::broker::offsets::{on_owner, query_local, store_timestamp};
 use crate::broker::shard::Shard;
-use crate::protocol::body::MessageQueue;
+pub use crate::protocol::body::{MessageQueue, OffsetWrapper, TopicOffset};
 use crate::protocol::headers::{GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader};
 use crate::protocol::RemotingCommand;
-
-/// One queue of a consumer group's progress (Java's `OffsetWrapper`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OffsetWrapper {
-    pub broker_offset: i64,
-    pub consumer_offset: i64,
-    pub last_timestamp: i64,
-    pub pull_offset: i64,
-}
-
-/// One queue's bounds (Java's `TopicOffset`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TopicOffset {
-    pub last_update_timestamp: i64,
-    pub max_offset: i64,
-    pub min_offset: i64,
-}
 
 /// `{key:value,...}` with each key a JSON object, as fastjson writes a map keyed by a bean.
 pub fn object_keyed_map<V: Serialize>(entries: &[(MessageQueue, V)]) -> String {
