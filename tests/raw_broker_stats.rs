@@ -42,7 +42,8 @@ fn minute_sum_reaches(c: &mut Conn, name: &str, key: &str, want: u64) -> serde_j
 }
 
 /// Sends and pulls show in TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS and BROKER_PUT_NUMS
-/// with Java's field names; an unknown key is SYSTEM_ERROR "The stats <name> <key> not exist".
+/// with Java's field names, GET_CONSUME_STATS' consumeTps is no longer 0, and an unknown key is
+/// SYSTEM_ERROR "The stats <name> <key> not exist".
 #[test]
 fn broker_stats_data_counts_sends_and_pulls() {
     let b = RawBroker::start(&["brokerClusterName=StatsCluster"]);
@@ -75,7 +76,21 @@ fn broker_stats_data_counts_sends_and_pulls() {
         (SENT * BODY.len()) as u64,
     );
     assert_eq!(size["statsMinute"]["avgpt"], BODY.len() as f64, "{size}");
-    minute_sum_reaches(&mut c, "GROUP_GET_NUMS", "StatsT@StatsG", SENT as u64);
+    let got = minute_sum_reaches(&mut c, "GROUP_GET_NUMS", "StatsT@StatsG", SENT as u64);
+    // GET_CONSUME_STATS' consumeTps is that window's rate (Java's tpsGroupGetNums).
+    let r = c.call(
+        RemotingCommand::new_request(request_code::GET_CONSUME_STATS)
+            .with_ext("consumerGroup", "StatsG")
+            .with_ext("topic", "StatsT"),
+    );
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    let tps: f64 = body
+        .strip_prefix("{\"consumeTps\":")
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no consumeTps in {body}"));
+    assert!(tps > 0.0, "{body} ({got})");
     let broker = minute_sum_reaches(&mut c, "BROKER_PUT_NUMS", "StatsCluster", SENT as u64);
     assert_eq!(broker["statsMinute"]["sum"], SENT as u64, "{broker}");
 
