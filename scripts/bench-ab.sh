@@ -11,6 +11,8 @@
 # W1: one at a time; W5: 10k msg/s fixed rate, end to end; W6: SYNC_FLUSH sends, 64 in flight,
 # on a broker started with flushDiskType=SYNC_FLUSH), REPEATS [3], DURATION [10], WARMUP [2],
 # BENCH [ringmq-bench of the release target dir]. Medians of throughput and of p99 latency.
+# B_OPTS: extra `serve` arguments for build B only (e.g. "-o metricsExporterType=PROM");
+# SCRAPE_B: a URL fetched every second while build B runs (e.g. its metrics endpoint).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=${1:?usage: scripts/bench-ab.sh OLD_RINGMQ NEW_RINGMQ}
@@ -61,13 +63,22 @@ run_one() { # label binary workload
   STORE=$(mktemp -d /tmp/ringmq-ab-store.XXXXXX)
   local flush=ASYNC_FLUSH
   [[ $3 == W6 ]] && flush=SYNC_FLUSH
-  "$2" serve --store-dir "$STORE/store" -o brokerIP1=127.0.0.1 -o flushDiskType=$flush \
+  local extra="" scraper=""
+  [[ $1 == B ]] && extra=${B_OPTS:-}
+  # shellcheck disable=SC2086
+  "$2" serve --store-dir "$STORE/store" -o brokerIP1=127.0.0.1 -o flushDiskType=$flush $extra \
     >"$OUT/$1-$3.log" 2>&1 &
   BROKER_PID=$!
   wait_port 9876 30 && wait_port 10911 30 || { echo "$1 did not open its ports" >&2; exit 1; }
+  if [[ $1 == B && -n ${SCRAPE_B:-} ]]; then
+    ( while sleep 1; do curl -sf -o /dev/null "$SCRAPE_B" || echo "scrape failed" >&2; done ) \
+      2>>"$OUT/$1-$3.scrape.log" &
+    scraper=$!
+  fi
   # shellcheck disable=SC2046
   "$BENCH" $(args_of "$3") --broker-pid "$BROKER_PID" --label "$1" 2>>"$OUT/$1-$3.bench.log" \
     | tail -1 >>"$OUT/$3.jsonl"
+  [[ -n $scraper ]] && { kill "$scraper" 2>/dev/null || true; wait "$scraper" 2>/dev/null || true; }
   stop
   sleep 1
 }

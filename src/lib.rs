@@ -10,6 +10,7 @@
 //! - `remoting`: the connection loop shared by broker and name server, zero-copy writes.
 //! - `broker`: request handlers and broker state (topics, groups, offsets, long polling).
 //! - `namesrv`: route table, broker liveness, KV config (pure); `namesrv_server` runs it.
+//! - `auth`: access control (request signatures, ACLs), not yet called by the broker.
 //! - `common`: the clock and config-file replacement, shared by broker and name server.
 //! - `config`: broker.conf (RocketMQ key=value names) and CLI overrides.
 //! - `admin`: the blocking admin client library for tools (`ringmq admin`, a console);
@@ -19,6 +20,7 @@
 
 pub mod admin;
 pub mod admin_cli;
+pub mod auth;
 pub mod broker;
 pub mod common;
 pub mod config;

@@ -265,6 +265,9 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(ha) = b.ha_addr {
                 println!("ha listening on {ha}");
             }
+            if let Some(m) = b.metrics_addr {
+                println!("metrics listening on http://{m}/metrics");
+            }
             wait_for_signal();
             b.shutdown().map_err(|e| e.to_string())
         }
@@ -319,6 +322,9 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("broker listening on {}", b.listen_addr);
             if let Some(ha) = b.ha_addr {
                 println!("ha listening on {ha}");
+            }
+            if let Some(m) = b.metrics_addr {
+                println!("metrics listening on http://{m}/metrics");
             }
             if let Some(c) = &console {
                 println!("console listening on {}", c.addr);

@@ -87,8 +87,12 @@ pub fn start_namesrv(addr: SocketAddr, kv_path: Option<PathBuf>) -> std::io::Res
 }
 
 async fn run(listener: Listener, stop: runtime::MailboxReceiver<()>, kv_path: Option<PathBuf>) {
+    let mut core = NameServer::new(kv_path.clone());
+    if let Ok(a) = listener.local_addr() {
+        core.set_listen_port(a.port());
+    }
     let handler = Rc::new(NamesrvHandler {
-        core: RefCell::new(NameServer::new(kv_path.clone())),
+        core: RefCell::new(core),
         next_conn: std::cell::Cell::new(1),
     });
     let h2 = handler.clone();

@@ -42,6 +42,11 @@ fn targets() -> Vec<(&'static str, Body, Vec<Vec<u8>>)> {
         ),
         ("stored_record", bodies::stored_record, record_seeds()),
         ("sql92", bodies::sql92, sql_seeds()),
+        (
+            "auth_check",
+            bodies::auth_check,
+            command_seeds(SerializeType::Json),
+        ),
     ]
 }
 

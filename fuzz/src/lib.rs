@@ -337,3 +337,69 @@ pub fn sql92(data: &[u8]) {
         Ok(&filter)
     );
 }
+
+/// A request checked for access (the signature path): decoding and checking never panic; a
+/// request that passes authentication for a user carries that user's signature; and the same
+/// request signed with the right key passes authentication while a wrong key fails. The input
+/// is that of `command_json`.
+pub fn auth_check(data: &[u8]) {
+    use ringmq::auth::model::{User, UserStatus, UserType};
+    use ringmq::auth::signature::{self, ACCESS_KEY, SIGNATURE};
+    use ringmq::auth::table::{AuthSettings, AuthTable};
+
+    let (split, rest) = match data {
+        [a, b, rest @ ..] => (u16::from_be_bytes([*a, *b]) as usize, rest),
+        _ => (0, data),
+    };
+    let mut f = Vec::with_capacity(4 + rest.len());
+    f.extend_from_slice(&(split.min(rest.len()) as u32).to_be_bytes());
+    f.extend_from_slice(rest);
+    let Ok(mut cmd) = RemotingCommand::decode(Bytes::from(f)) else {
+        return;
+    };
+    let table = AuthTable::new(
+        vec![User {
+            username: "alice".into(),
+            password: "alice-secret".into(),
+            user_type: UserType::Normal,
+            user_status: UserStatus::Enable,
+        }],
+        vec![],
+    );
+    let both = AuthSettings {
+        authentication: true,
+        authorization: true,
+        cluster: "DefaultCluster".into(),
+        ..AuthSettings::default()
+    };
+    let authn = AuthSettings {
+        authorization: false,
+        ..both.clone()
+    };
+    let peer = std::net::IpAddr::from([127, 0, 0, 1]);
+    let _ = table.check(&both, &cmd, peer);
+    if table.check(&authn, &cmd, peer).is_ok() {
+        assert!(
+            signature::verify("alice-secret", &cmd.ext_fields, &cmd.body, cmd.version).is_ok(),
+            "authenticated without alice's signature"
+        );
+    }
+    cmd.set_ext(ACCESS_KEY, "alice");
+    let Ok(sig) = signature::sign("alice-secret", &cmd.ext_fields, &cmd.body) else {
+        return;
+    };
+    // The version decides whether `_UNIQUE_KEY_QUERY` is signed; sign as a current client.
+    cmd.version = codes::CURRENT_VERSION;
+    cmd.set_ext(SIGNATURE, &sig);
+    assert!(
+        table.check(&authn, &cmd, peer).is_ok(),
+        "a correctly signed request was refused"
+    );
+    let _ = table.check(&both, &cmd, peer);
+    let wrong = signature::sign("not-alice", &cmd.ext_fields, &cmd.body).unwrap_or_default();
+    cmd.set_ext(SIGNATURE, &wrong);
+    assert!(
+        table.check(&authn, &cmd, peer).is_err(),
+        "a request signed with another key passed"
+    );
+}

@@ -13,19 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::object_map;
 pub use crate::protocol::body::{
-    BrokerData, ClusterInfo, Connection, ConsumerConnection, KvTable, MessageQueue,
+    BrokerData, ClusterInfo, Connection, ConsumerConnection, KvTable, MessageQueue, OffsetWrapper,
     ProducerConnection, QueueData, SubscriptionData, SubscriptionGroupConfig, TopicConfig,
-    TopicList, TopicRouteData,
+    TopicList, TopicOffset, TopicRouteData,
 };
-
-/// One queue's bounds (Java's `TopicOffset`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct TopicOffset {
-    pub min_offset: i64,
-    pub max_offset: i64,
-    pub last_update_timestamp: i64,
-}
 
 /// One queue of a topic's status.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,16 +50,6 @@ impl TopicStatsTable {
                 .collect(),
         })
     }
-}
-
-/// One queue of a consumer group's progress (Java's `OffsetWrapper`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct OffsetWrapper {
-    pub broker_offset: i64,
-    pub consumer_offset: i64,
-    pub pull_offset: i64,
-    pub last_timestamp: i64,
 }
 
 /// One queue of a group's progress.

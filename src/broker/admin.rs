@@ -1,7 +1,8 @@
 //! Topic and group administration: UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21),
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
 //! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_ALL_DELAY_OFFSET (45), GET_BROKER_CONFIG (26),
-//! CHECK_CLIENT_CONFIG (46); and what follows any topic change on shard 0 (publish the snapshot,
+//! CHECK_CLIENT_CONFIG (46), GET_TOPIC_CONFIG (351), GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305);
+//! and what follows any topic change on shard 0 (publish the snapshot,
 //! persist topics.json, re-register with the name servers). Topic deletion is `topic_delete`,
 //! GET_BROKER_RUNTIME_INFO `stats`.
 
@@ -16,7 +17,7 @@ use crate::protocol::body::{
     TopicConfigSerializeWrapper, TopicFilterType,
 };
 use crate::protocol::codes::response_code as rc;
-use crate::protocol::headers::CreateTopicRequestHeader;
+use crate::protocol::headers::{CreateTopicRequestHeader, GetTopicConfigRequestHeader};
 use crate::protocol::RemotingCommand;
 
 pub async fn create_topic(
@@ -151,9 +152,11 @@ pub async fn all_delay_offsets(
 }
 
 /// GET_BROKER_CONFIG: every key ringmq implements with its effective value, as Java's
-/// properties text (`flushDiskType=ASYNC_FLUSH`); `listenPort` is the port actually bound.
+/// properties text (`flushDiskType=ASYNC_FLUSH`); `listenPort` is the port actually bound, and
+/// the run-time settings are the ones UPDATE_BROKER_CONFIG last set.
 pub fn broker_config(shard: &Shard, cmd: &RemotingCommand) -> RemotingCommand {
     let mut c = shard.ctx.cfg.clone();
+    shard.settings().apply_to(&mut c);
     c.listen_addr.set_port(shard.ctx.store_host.port());
     if let Some(ha) = shard.ctx.ha_addr {
         c.ha.ha_listen_port = Some(ha.port());
@@ -172,7 +175,36 @@ pub fn check_client_config(
     crate::broker::pull::MsgFilter::build(
         &sub.sub_string,
         Some(&sub.expression_type),
-        shard.ctx.cfg.enable_property_filter,
+        shard.settings().enable_property_filter,
     )?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}
+
+/// GET_TOPIC_CONFIG: the topic's config as Java's `TopicConfigAndQueueMapping` (the config's
+/// fields; `mappingDetail` left out, as fastjson leaves out null: ringmq has no static topics).
+pub fn topic_config(shard: &Shard, cmd: &RemotingCommand) -> Result<RemotingCommand, BrokerError> {
+    let h = GetTopicConfigRequestHeader::from_command(cmd)?;
+    let found = shard.topics().get(&h.topic).cloned();
+    Ok(match found {
+        Some(tc) => {
+            RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(body::to_json(&tc))
+        }
+        None => RemotingCommand::response_for(
+            cmd,
+            rc::TOPIC_NOT_EXIST,
+            Some(format!("No topic in this broker. topic: {}", h.topic)),
+        ),
+    })
+}
+
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the broker's own topic names (Java's `TopicList`, without
+/// a broker address, as Java answers it).
+pub fn system_topic_list(cmd: &RemotingCommand) -> RemotingCommand {
+    let list = body::TopicList {
+        broker_addr: None,
+        topic_list: crate::broker::metadata::topic_validator::system_topic_set()
+            .map(str::to_owned)
+            .collect(),
+    };
+    RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(body::to_json(&list))
 }

@@ -17,28 +17,9 @@ use serde::Serialize;
 use crate::broker::error::BrokerError;
 use crate::broker::offsets::{on_owner, query_local, store_timestamp};
 use crate::broker::shard::Shard;
-use crate::protocol::body::MessageQueue;
+pub use crate::protocol::body::{MessageQueue, OffsetWrapper, TopicOffset};
 use crate::protocol::headers::{GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader};
 use crate::protocol::RemotingCommand;
-
-/// One queue of a consumer group's progress (Java's `OffsetWrapper`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OffsetWrapper {
-    pub broker_offset: i64,
-    pub consumer_offset: i64,
-    pub last_timestamp: i64,
-    pub pull_offset: i64,
-}
-
-/// One queue's bounds (Java's `TopicOffset`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TopicOffset {
-    pub last_update_timestamp: i64,
-    pub max_offset: i64,
-    pub min_offset: i64,
-}
 
 /// `{key:value,...}` with each key a JSON object, as fastjson writes a map keyed by a bean.
 pub fn object_keyed_map<V: Serialize>(entries: &[(MessageQueue, V)]) -> String {
@@ -76,7 +57,7 @@ pub fn topic_stats_json(table: &[(MessageQueue, TopicOffset)]) -> Vec<u8> {
     .into_bytes()
 }
 
-fn queue_nums(shard: &Shard, topic: &str) -> Option<(u32, u32)> {
+pub(crate) fn queue_nums(shard: &Shard, topic: &str) -> Option<(u32, u32)> {
     let topics = shard.topics();
     let cfg = topics.get(topic)?;
     let read = u32::try_from(cfg.read_queue_nums).unwrap_or(0);
@@ -91,7 +72,10 @@ fn time_at(s: &Shard, topic: &str, qid: u32, offset: u64) -> Option<i64> {
 }
 
 /// Topics `group` has committed offsets for, over every shard's table.
-async fn topics_of_group(shard: &Rc<Shard>, group: &str) -> Result<BTreeSet<String>, BrokerError> {
+pub(crate) async fn topics_of_group(
+    shard: &Rc<Shard>,
+    group: &str,
+) -> Result<BTreeSet<String>, BrokerError> {
     let suffix = format!("@{group}");
     let mut topics = BTreeSet::new();
     for i in 0..shard.mesh.len() {
@@ -129,8 +113,8 @@ pub async fn consume_stats(
         .get(&h.consumer_group)
         .filter(|s| !s.is_empty())
         .map(|s| s.keys().cloned().collect());
-    let broker_name = shard.ctx.cfg.broker_name.clone();
     let mut table = Vec::new();
+    let mut counted = Vec::new();
     for topic in topics {
         if subscribed.as_ref().is_some_and(|s| !s.contains(&topic)) {
             continue;
@@ -138,33 +122,51 @@ pub async fn consume_stats(
         let Some((read, _)) = queue_nums(&shard, &topic) else {
             continue;
         };
-        for qid in 0..read {
-            let (t, g) = (topic.clone(), h.consumer_group.clone());
-            let w = on_owner(&shard, &topic, qid, move |s| {
-                let max = s.queue_bounds(&t, qid).1;
-                let consumed = query_local(s, &t, &g, qid).unwrap_or(0).max(0);
-                let last = match u64::try_from(consumed) {
-                    Ok(c) if c > 0 => time_at(s, &t, qid, c - 1).unwrap_or(0),
-                    _ => 0,
-                };
-                OffsetWrapper {
-                    broker_offset: i64::try_from(max).unwrap_or(i64::MAX),
-                    consumer_offset: consumed,
-                    last_timestamp: last,
-                    // The broker keeps no separate pull offset: the committed one stands in.
-                    pull_offset: consumed,
-                }
-            })
-            .await?;
-            let mq = MessageQueue {
-                broker_name: broker_name.clone(),
-                queue_id: qid as i32,
-                topic: topic.clone(),
-            };
-            table.push((mq, w));
-        }
+        counted.push(topic.clone());
+        table.extend(group_queue_stats(&shard, &topic, &h.consumer_group, read).await?);
     }
-    Ok(RemotingCommand::response_for(cmd, 0, None).with_body(consume_stats_json(0.0, &table)))
+    let tps =
+        crate::broker::broker_stats::group_get_tps(&shard, &h.consumer_group, counted).await?;
+    Ok(RemotingCommand::response_for(cmd, 0, None).with_body(consume_stats_json(tps, &table)))
+}
+
+/// One group's progress on queues 0..`queues` of `topic`, each read on its owner shard: the
+/// queue's max offset, the committed offset (0 when none) and the store time of the last
+/// consumed message.
+pub(crate) async fn group_queue_stats(
+    shard: &Rc<Shard>,
+    topic: &str,
+    group: &str,
+    queues: u32,
+) -> Result<Vec<(MessageQueue, OffsetWrapper)>, BrokerError> {
+    let broker_name = shard.ctx.cfg.broker_name.clone();
+    let mut table = Vec::new();
+    for qid in 0..queues {
+        let (t, g) = (topic.to_owned(), group.to_owned());
+        let w = on_owner(shard, topic, qid, move |s| {
+            let max = s.queue_bounds(&t, qid).1;
+            let consumed = query_local(s, &t, &g, qid).unwrap_or(0).max(0);
+            let last = match u64::try_from(consumed) {
+                Ok(c) if c > 0 => time_at(s, &t, qid, c - 1).unwrap_or(0),
+                _ => 0,
+            };
+            OffsetWrapper {
+                broker_offset: i64::try_from(max).unwrap_or(i64::MAX),
+                consumer_offset: consumed,
+                last_timestamp: last,
+                // The broker keeps no separate pull offset: the committed one stands in.
+                pull_offset: consumed,
+            }
+        })
+        .await?;
+        let mq = MessageQueue {
+            broker_name: broker_name.clone(),
+            queue_id: qid as i32,
+            topic: topic.to_owned(),
+        };
+        table.push((mq, w));
+    }
+    Ok(table)
 }
 
 /// GET_TOPIC_STATS_INFO: per write queue, min and max offsets and the last message's store time.

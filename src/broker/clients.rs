@@ -56,7 +56,7 @@ fn register_heartbeat(s0: &Rc<Shard>, hb: HeartbeatData, mut chan: ClientChannel
     let now = now_ms();
     chan.last_update_ms = now;
     let conn_id = chan.conn_id;
-    let auto_group = s0.ctx.cfg.auto_create_subscription_group;
+    let auto_group = s0.settings().auto_create_subscription_group;
     let mut changed_groups = Vec::new();
     let mut topics_changed = false;
     let mut subs_changed = false;

@@ -87,6 +87,13 @@ pub fn completion_queues(shards: usize) -> CompletionQueues {
         .collect()
 }
 
+impl CompletionQueue {
+    /// Items waiting for the shard (a metrics gauge; the writer and the shard move it).
+    pub fn depth(&self) -> usize {
+        self.items.len()
+    }
+}
+
 fn fences_met(queues: &[CompletionQueue], fences: &[(u16, u64)]) -> bool {
     fences
         .iter()

@@ -46,6 +46,15 @@ pub enum BrokerError {
     /// No client of this consumer group is registered (Java's remark, the group inside).
     #[error("the consumer group[{0}] not online")]
     ConsumerNotOnline(String),
+    /// INVOKE_BROKER_TO_RESET_OFFSET with no consumer of the group online (Java's remark).
+    #[error(
+        "Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {timestamp}"
+    )]
+    ConsumerNotOnlineToReset {
+        group: String,
+        topic: String,
+        timestamp: i64,
+    },
 }
 
 impl From<MeshBusy> for BrokerError {
@@ -83,7 +92,9 @@ impl BrokerError {
             BrokerError::ConsumeMsgTimeout(_) => rc::CONSUME_MSG_TIMEOUT,
             BrokerError::System(_) => rc::SYSTEM_ERROR,
             BrokerError::IllegalOperation(_) => rc::ILLEGAL_OPERATION,
-            BrokerError::ConsumerNotOnline(_) => rc::CONSUMER_NOT_ONLINE,
+            BrokerError::ConsumerNotOnline(_) | BrokerError::ConsumerNotOnlineToReset { .. } => {
+                rc::CONSUMER_NOT_ONLINE
+            }
         }
     }
 }

@@ -1,16 +1,19 @@
 //! The broker's dispatch table: request code -> handler, and the one place a `BrokerError`
 //! becomes a response (code from `BrokerError::response_code`, remark = the error text).
+//! Every request's time to its response is recorded for `rocketmq_rpc_latency`
+//! (`metrics::RpcTimer`).
 
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 
 use crate::broker::error::BrokerError;
-use crate::broker::runtime_info;
+use crate::broker::metrics::RpcTimer;
 use crate::broker::shard::Shard;
 use crate::broker::{
-    admin, admin_conns, admin_stats, clients, offsets, pull, query, relay, replicas, reply, retry,
-    send, topic_delete, transaction,
+    admin, admin_config, admin_conns, admin_groups, admin_offsets, admin_stats, admin_store,
+    clients, offsets, pull, query, relay, replicas, reply, retry, send, topic_delete, transaction,
 };
+use crate::broker::{broker_stats, runtime_info};
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
 use crate::remoting::{encode_frame, ConnInfo, FileRange, Handler, LocalFuture, Outbound};
@@ -28,7 +31,34 @@ impl Handler for BrokerHandler {
         conn: ConnInfo,
         cmd: RemotingCommand,
     ) -> LocalFuture<Option<Outbound>> {
+        let timer = RpcTimer::start(cmd.code, cmd.is_oneway());
         Box::pin(async move {
+            let out = self.dispatch(conn, cmd).await;
+            timer.done(out.as_ref());
+            out
+        })
+    }
+
+    fn closed(self: Rc<Self>, conn: &ConnInfo) {
+        self.shard.remove_conn(conn.id);
+        let conn_id = conn.id;
+        let job = Box::new(move |s0: &Rc<Shard>| clients::connection_closed(s0, conn_id));
+        let _ = self.shard.mesh.post(0, job);
+    }
+
+    type Range = SegmentRange;
+
+    fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<SegmentRange> {
+        self.shard
+            .reader()
+            .locate(phy_offset, size)
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+impl BrokerHandler {
+    async fn dispatch(self: Rc<Self>, conn: ConnInfo, cmd: RemotingCommand) -> Option<Outbound> {
+        {
             let shard = self.shard.clone();
             let oneway = cmd.is_oneway();
             let code = cmd.code;
@@ -90,6 +120,9 @@ impl Handler for BrokerHandler {
                 }
                 req::GET_CONSUME_STATS => frame(admin_stats::consume_stats(shard, &cmd).await),
                 req::GET_TOPIC_STATS_INFO => frame(admin_stats::topic_stats(shard, &cmd).await),
+                req::VIEW_BROKER_STATS_DATA => {
+                    frame(broker_stats::view_broker_stats_data(shard, &cmd).await)
+                }
                 req::GET_BROKER_HA_STATUS => frame(Ok(runtime_info::ha_status(&shard, &cmd))),
                 req::NOTIFY_BROKER_ROLE_CHANGED => {
                     frame(replicas::role_changed(shard, cmd.clone()).await)
@@ -105,6 +138,44 @@ impl Handler for BrokerHandler {
                 }
                 req::CONSUME_MESSAGE_DIRECTLY => {
                     frame(relay::consume_message_directly(shard, &cmd).await)
+                }
+                req::UPDATE_BROKER_CONFIG => {
+                    frame(admin_config::update_broker_config(shard, &cmd).await)
+                }
+                req::GET_TOPIC_CONFIG => frame(admin::topic_config(&shard, &cmd)),
+                req::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => frame(Ok(admin::system_topic_list(&cmd))),
+                req::DELETE_SUBSCRIPTIONGROUP => {
+                    frame(admin_groups::delete_subscription_group(shard, &cmd).await)
+                }
+                req::GET_SUBSCRIPTIONGROUP_CONFIG => {
+                    frame(admin_groups::subscription_group_config(shard, &cmd).await)
+                }
+                req::QUERY_TOPIC_CONSUME_BY_WHO => {
+                    frame(admin_groups::topic_consume_by_who(shard, &cmd).await)
+                }
+                req::GET_ALL_PRODUCER_INFO => {
+                    frame(admin_groups::all_producer_info(shard, &cmd).await)
+                }
+                req::INVOKE_BROKER_TO_RESET_OFFSET => {
+                    frame(admin_offsets::reset_offset(shard, &cmd).await)
+                }
+                req::CLONE_GROUP_OFFSET => {
+                    frame(admin_offsets::clone_group_offset(shard, &cmd).await)
+                }
+                req::GET_BROKER_CONSUME_STATS => {
+                    frame(admin_offsets::broker_consume_stats(shard, &cmd).await)
+                }
+                req::QUERY_CONSUME_QUEUE => {
+                    frame(admin_store::query_consume_queue(shard, &cmd).await)
+                }
+                req::CLEAN_EXPIRED_CONSUMEQUEUE => {
+                    frame(admin_store::clean_expired_consume_queue(shard, &cmd).await)
+                }
+                req::DELETE_EXPIRED_COMMITLOG => {
+                    frame(Ok(admin_store::delete_expired_commit_log(&shard, &cmd)))
+                }
+                req::CLEAN_UNUSED_TOPIC => {
+                    frame(admin_store::clean_unused_topic(shard, &cmd).await)
                 }
                 _ => {
                     let remark = format!(" request type {code} not supported");
@@ -140,23 +211,7 @@ impl Handler for BrokerHandler {
                     ))
                 }
             }
-        })
-    }
-
-    fn closed(self: Rc<Self>, conn: &ConnInfo) {
-        self.shard.remove_conn(conn.id);
-        let conn_id = conn.id;
-        let job = Box::new(move |s0: &Rc<Shard>| clients::connection_closed(s0, conn_id));
-        let _ = self.shard.mesh.post(0, job);
-    }
-
-    type Range = SegmentRange;
-
-    fn open_range(&self, phy_offset: u64, size: u32) -> std::io::Result<SegmentRange> {
-        self.shard
-            .reader()
-            .locate(phy_offset, size)
-            .map_err(|e| std::io::Error::other(e.to_string()))
+        }
     }
 }
 

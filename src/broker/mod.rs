@@ -8,10 +8,15 @@
 //! needs state owned elsewhere is forwarded with `Mesh::call`; nothing is shared mutably.
 
 pub mod admin;
+pub mod admin_config;
 pub mod admin_conns;
+pub mod admin_groups;
+pub mod admin_offsets;
 pub mod admin_stats;
+pub mod admin_store;
 pub mod append;
 pub mod broker2client;
+pub mod broker_stats;
 pub mod clean;
 pub mod clients;
 pub mod completion;
@@ -26,6 +31,7 @@ pub mod ha_watch;
 pub mod handler;
 pub mod long_poll;
 pub mod metadata;
+pub mod metrics;
 pub mod offsets;
 pub mod pull;
 pub mod query;
@@ -38,6 +44,7 @@ pub mod role;
 pub mod runtime_info;
 pub mod schedule;
 pub mod send;
+pub mod settings;
 pub mod shard;
 pub mod slave_sync;
 pub mod start;

@@ -230,6 +230,18 @@ pub(crate) fn store_timestamp(s: &Shard, phy: u64, size: u32) -> Option<i64> {
         .map(|r| r.store_timestamp)
 }
 
+/// On the owner: the queue offset of the first message stored at or after `ts` (`upper`: the
+/// last at or before it); 0 for a queue this shard has no ConsumeQueue for.
+pub(crate) fn offset_by_time(s: &Shard, topic: &str, qid: u32, ts: i64, upper: bool) -> u64 {
+    let queues = s.read_queues();
+    match queues.get(&super::shard::QueueKey(topic, qid)) {
+        Some(q) => q.cq.search_offset_by_timestamp(ts, upper, &mut |u| {
+            store_timestamp(s, u.phy_offset, u.size)
+        }),
+        None => 0,
+    }
+}
+
 pub async fn search_offset_by_timestamp(
     shard: Rc<Shard>,
     cmd: &RemotingCommand,
@@ -238,13 +250,7 @@ pub async fn search_offset_by_timestamp(
     let qid = queue_id(h.queue_id)?;
     let (t, ts, upper) = (h.topic.clone(), h.timestamp, h.boundary_upper);
     let off = on_owner(&shard, &h.topic, qid, move |s| {
-        let queues = s.read_queues();
-        match queues.get(&super::shard::QueueKey(t.as_str(), qid)) {
-            Some(q) => q.cq.search_offset_by_timestamp(ts, upper, &mut |u| {
-                store_timestamp(s, u.phy_offset, u.size)
-            }),
-            None => 0,
-        }
+        offset_by_time(s, &t, qid, ts, upper)
     })
     .await?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_ext("offset", off))

@@ -190,6 +190,8 @@ pub struct PullAnswer {
     /// of the commit log than the share of memory `accessMessageInMemoryMaxRatio` allows, so it
     /// is probably no longer in the page cache.
     pub behind: bool,
+    /// The pull was parked (long polling) before this answer: the `is_long_polling` label.
+    pub suspended: bool,
 }
 
 /// Serves a pull request; returns the response frame (zero-copy when messages were found).
@@ -219,17 +221,17 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
         )));
     }
     let filter = resolve_filter(&shard, &h).await?;
-    let cfg = &shard.ctx.cfg;
     // A slave answers every miss with PULL_RETRY_IMMEDIATELY (see `suggest`), so it never parks
     // a pull, as in Java where that rule runs before the pull is suspended.
     let on_slave = shard.ctx.role.is_slave();
     let suspend = if on_slave {
         None
     } else if h.sys_flag & FLAG_SUSPEND != 0 {
-        let ms = if cfg.long_polling_enable {
+        let settings = shard.settings();
+        let ms = if settings.long_polling_enable {
             h.suspend_timeout_millis.clamp(0, 60_000) as u64
         } else {
-            cfg.short_polling_time_mills
+            settings.short_polling_time_mills
         };
         Some(Duration::from_millis(ms))
     } else {
@@ -257,6 +259,9 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
         shard.mesh.call(owner, move |s| pull_on_owner(s, q)).await?
     };
     let (code, suggest_which_broker_id) = suggest(&shard, &h.consumer_group, &ans).await?;
+    if ans.suspended {
+        crate::broker::metrics::record::mark_long_polled();
+    }
     let mut resp = RemotingCommand::response_for(cmd, code, Some(ans.remark.to_string()));
     PullMessageResponseHeader {
         suggest_which_broker_id,
@@ -270,6 +275,12 @@ pub async fn pull(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outbound, B
             .ok_or_else(|| BrokerError::System("cannot encode pull response".into()));
     }
     let body_len: usize = ans.ranges.iter().map(|r| r.1 as usize).sum();
+    crate::broker::metrics::record::message_out(
+        &h.topic,
+        &h.consumer_group,
+        ans.ranges.len() as u64,
+        body_len as u64,
+    );
     let mut prefix = BytesMut::with_capacity(256);
     resp.encode_prefix(body_len, &mut prefix)?;
     Ok(Outbound::ZeroCopy {
@@ -325,7 +336,7 @@ async fn resolve_filter(
     shard: &Rc<Shard>,
     h: &PullMessageRequestHeader,
 ) -> Result<MsgFilter, BrokerError> {
-    let sql_enabled = shard.ctx.cfg.enable_property_filter;
+    let sql_enabled = shard.settings().enable_property_filter;
     if h.sys_flag & FLAG_SUBSCRIPTION != 0 {
         return MsgFilter::build(
             h.subscription.as_deref().unwrap_or("*"),
@@ -385,7 +396,10 @@ pub async fn pull_on_owner(s: Rc<Shard>, q: PullQuery) -> PullAnswer {
         return first;
     }
     let _ = runtime::timeout(wait, waiter.notified()).await;
-    lookup(&s, &q)
+    PullAnswer {
+        suspended: true,
+        ..lookup(&s, &q)
+    }
 }
 
 /// A store lookup, counted for GET_BROKER_RUNTIME_INFO (found with its messages, or missed).
@@ -408,6 +422,7 @@ fn lookup_uncounted(s: &Shard, q: &PullQuery) -> PullAnswer {
         max_offset: max,
         ranges: Vec::new(),
         behind: false,
+        suspended: false,
     };
     if max == 0 {
         if q.offset != 0 {

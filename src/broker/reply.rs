@@ -53,7 +53,7 @@ pub async fn send_reply(
         queue_offset: 0,
         transaction_id: None,
     });
-    if shard.ctx.cfg.store_reply_message_enable {
+    if shard.settings().store_reply_message_enable {
         match store_reply(&shard, conn, &h, queue_id, cmd).await {
             Ok(stored) => header = Some(stored),
             Err(e) => tracing::warn!(topic = %h.topic, error = %e, "reply message not stored"),

@@ -22,8 +22,9 @@ const MIN_RECORD: u32 = 91;
 /// The subscription group's retryMaxTimes (shard 0 owns the groups).
 pub async fn group_retry_max(shard: &Rc<Shard>, group: &str) -> Result<i32, BrokerError> {
     let g = group.to_string();
-    let default = shard.ctx.cfg.max_reconsume_times;
-    let auto = shard.ctx.cfg.auto_create_subscription_group;
+    let settings = shard.settings();
+    let default = settings.max_reconsume_times;
+    let auto = settings.auto_create_subscription_group;
     let max = shard
         .mesh
         .call(0, move |s0| async move {
@@ -126,7 +127,9 @@ pub async fn send_msg_back(
         },
     )?;
     append(&shard, vec![record], true).await?;
+    crate::broker::metrics::record::sent_back(&format!("{orig_topic}@{}", h.group));
     if to_dlq {
+        crate::broker::metrics::record::sent_to_dlq(&h.group);
         tracing::info!(group = %h.group, topic = %orig_topic, reconsume, "message moved to the dead-letter queue");
     }
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))

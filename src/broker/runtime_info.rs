@@ -90,7 +90,7 @@ fn sampled_figures(s0: &Shard) -> BTreeMap<String, String> {
 }
 
 /// Store timestamp of the first record of the commit log, -1 when there is none.
-fn earliest_message_time(s: &Shard) -> i64 {
+pub(crate) fn earliest_message_time(s: &Shard) -> i64 {
     let min = s.ctx.writer.min_phy_offset();
     if min >= s.ctx.writer.max_phy_offset() {
         return -1;

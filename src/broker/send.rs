@@ -17,6 +17,7 @@ use crate::broker::error::BrokerError;
 use crate::broker::metadata::topic_validator::validate_topic;
 use crate::broker::metadata::topic_validator::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 use crate::broker::metadata::{topic_validator, PERM_WRITE};
+use crate::broker::metrics::record::{self as metrics, Hist, MessageType, MESSAGE_SIZE_BOUNDS};
 use crate::broker::shard::Shard;
 use crate::broker::stats::ONEWAY_DROPPED;
 use crate::broker::topic_manager::ensure_topic;
@@ -181,6 +182,18 @@ async fn send_inner(
             )));
         }
     }
+    // The metrics' size histogram, on the stack: recorded once the records are stored.
+    let mut sizes = Hist::default();
+    for i in &items {
+        sizes.observe(&MESSAGE_SIZE_BOUNDS, i.body.len() as f64);
+    }
+    let kind = if prepared {
+        MessageType::Transaction
+    } else if scans.iter().any(|s| s.rewrite) {
+        MessageType::Delay
+    } else {
+        MessageType::Normal
+    };
     let target = Target {
         topic: &topic,
         queue_id,
@@ -211,6 +224,10 @@ async fn send_inner(
     };
 
     let outcome = append(shard, records, wait_flush).await?;
+    metrics::message_in(&topic, kind, &sizes);
+    if to_dlq {
+        metrics::sent_to_dlq(&topic[DLQ_GROUP_TOPIC_PREFIX.len()..]);
+    }
     let code = match outcome.status {
         AppendStatus::PutOk => rc::SUCCESS,
         AppendStatus::FlushDiskTimeout => rc::FLUSH_DISK_TIMEOUT,

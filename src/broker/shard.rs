@@ -18,6 +18,7 @@ use crate::broker::group_transfer::{GroupTransfer, SlaveAcks};
 use crate::broker::long_poll::Waiter;
 use crate::broker::metadata::topic_validator::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use crate::broker::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
+use crate::broker::settings::Settings;
 use crate::broker::stats::BrokerStats;
 use crate::broker::timer::state::TimerState;
 use crate::broker::transaction::state::TransactionState;
@@ -110,6 +111,8 @@ pub struct Shard {
     reader: RefCell<CommitLogReader>,
     topics: RefCell<Arc<TopicSnapshot>>,
     subs: RefCell<Arc<SubscriptionSnapshot>>,
+    /// The settings an admin may change at run time, as shard 0 last published them.
+    settings: Cell<Settings>,
     /// This shard's connections by id: their outboxes and their requests awaiting answers.
     conns: RefCell<HashMap<u64, ConnHandle>>,
     /// Every shard's completion queue (this shard drains its own, see `broker::completion`).
@@ -178,6 +181,7 @@ impl Shard {
             reader: RefCell::new(reader),
             topics: RefCell::new(topics),
             subs: RefCell::new(subs),
+            settings: Cell::new(Settings::from_config(&ctx.cfg)),
             conns: RefCell::new(HashMap::new()),
             completion_queues,
             completions: ShardCompletions::default(),
@@ -424,6 +428,18 @@ impl Shard {
     /// Replaces this shard's view of the subscriptions.
     pub fn set_subscriptions(&self, subs: Arc<SubscriptionSnapshot>) {
         *self.subs.borrow_mut() = subs;
+    }
+
+    /// The run-time settings as shard 0 last published them (UPDATE_BROKER_CONFIG).
+    pub fn settings(&self) -> Settings {
+        self.settings.get()
+    }
+
+    /// Replaces this shard's view of the run-time settings, unless it already has newer ones.
+    pub fn set_settings(&self, settings: Settings) {
+        if settings.version > self.settings.get().version {
+            self.settings.set(settings);
+        }
     }
 
     /// This shard's commit-log reader.

@@ -56,6 +56,8 @@ pub struct BrokerHandle {
     pub fast_addr: Option<SocketAddr>,
     /// Where slaves connect (masters only).
     pub ha_addr: Option<SocketAddr>,
+    /// The Prometheus endpoint (`metricsExporterType=PROM`).
+    pub metrics_addr: Option<SocketAddr>,
     registered: Arc<std::sync::atomic::AtomicBool>,
     senders: Vec<MailboxSender<Job<Shard>>>,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -70,6 +72,8 @@ struct ShardParts {
     listeners: Vec<(std::net::TcpListener, bool)>,
     /// Shard 0 of a master: the HA listener.
     ha_listener: Option<std::net::TcpListener>,
+    /// Shard 0 with metricsExporterType=PROM: the metrics endpoint's listener and sources.
+    metrics: Option<crate::broker::metrics::MetricsParts>,
     cqs: Vec<ConsumeQueue>,
     offsets: OffsetTable,
     meta: Option<Metadata>,
@@ -131,6 +135,18 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         ha_addr = Some(l.local_addr().map_err(err)?);
         ha_listener = Some(l);
     }
+    // The Prometheus endpoint: metricsPromExporterHost (brokerIP1 by default, as in Java); a
+    // taken port stops start-up.
+    let mut metrics_listener = None;
+    let mut metrics_addr = None;
+    if cfg.metrics.exporter_type == crate::config::metrics::ExporterType::Prom {
+        let ip = cfg.metrics.prom_host.unwrap_or(cfg.broker_ip1);
+        let want = SocketAddr::new(ip, cfg.metrics.prom_port);
+        let err = |source| StartError::Listen { addr: want, source };
+        let l = std::net::TcpListener::bind(want).map_err(err)?;
+        metrics_addr = Some(l.local_addr().map_err(err)?);
+        metrics_listener = Some(l);
+    }
     let mut store_cfg = cfg.store.clone();
     // The writer's helper threads start at open, so the store learns the plan here.
     let plan = crate::broker::threads::thread_plan(&cfg);
@@ -150,6 +166,11 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         &store_cfg,
         Box::new(ShardDispatcher::new(completion_queues.clone(), owner_of)),
     )?;
+    let mut metrics_parts = metrics_listener.map(|listener| crate::broker::metrics::MetricsParts {
+        listener,
+        group_commit: writer.group_commit_stats_shared(),
+        completion_queues: completion_queues.clone(),
+    });
     let delay_levels = cfg.store.delay_levels.clone();
     let mut delay_split: Vec<std::collections::BTreeMap<i32, i64>> = vec![Default::default(); n];
     for (level, off) in schedule::load_progress(&cfg.store.store_path_root_dir) {
@@ -209,6 +230,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             completion_queues: completion_queues.clone(),
             listeners,
             ha_listener: if i == 0 { ha_listener.take() } else { None },
+            metrics: if i == 0 { metrics_parts.take() } else { None },
             cqs,
             offsets,
             meta: if i == 0 { meta.take() } else { None },
@@ -243,6 +265,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         listen_addr,
         fast_addr,
         ha_addr,
+        metrics_addr,
         senders,
         threads,
         writer: Some(writer),
@@ -312,10 +335,14 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         }
         runtime::spawn(register::run(shard.clone(), learned, master));
         runtime::spawn(crate::broker::runtime_info::run_sampler(shard.clone()));
+        runtime::spawn(crate::broker::broker_stats::run_sampler(shard.clone()));
         runtime::spawn(periodic_meta(shard.clone()));
     }
     // The main and fast listeners of a shard share its connection count.
     let shard_connections = Rc::new(Cell::new(0usize));
+    if let Some(m) = p.metrics {
+        runtime::spawn(crate::broker::metrics::serve(shard.clone(), m));
+    }
     if let Some(l) = p.ha_listener {
         runtime::spawn(crate::broker::ha::serve(
             shard.clone(),

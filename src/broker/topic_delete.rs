@@ -84,7 +84,7 @@ async fn pop_retry_topics(shard: &Rc<Shard>, topic: &str) -> Result<Vec<String>,
         .await?)
 }
 
-async fn delete_one(shard: &Rc<Shard>, topic: String) -> Result<(), BrokerError> {
+pub(crate) async fn delete_one(shard: &Rc<Shard>, topic: String) -> Result<(), BrokerError> {
     tracing::info!(%topic, "deleting topic");
     let t = topic.clone();
     shard

@@ -75,7 +75,8 @@ pub async fn ensure_topic(
                     topic_config(&topic, 1, PERM_READ | PERM_WRITE)
                 } else {
                     let template = m.topics.get(&default_topic)?;
-                    if !s0.ctx.cfg.auto_create_topic_enable || template.perm & PERM_INHERIT == 0 {
+                    if !s0.settings().auto_create_topic_enable || template.perm & PERM_INHERIT == 0
+                    {
                         return None;
                     }
                     let q = default_queue_nums.clamp(1, template.write_queue_nums.max(1));

@@ -254,6 +254,7 @@ impl BrokerConfig {
             ("maxIndexNum", s.max_index_num.to_string()),
         ];
         all.extend(self.ha.properties(self.listen_addr.port(), self.broker_ip1));
+        all.extend(self.metrics.properties(self.broker_ip1));
         all
     }
 

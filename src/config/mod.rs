@@ -17,11 +17,13 @@ pub mod ha;
 pub mod keys;
 pub mod limits;
 pub mod local_address;
+pub mod metrics;
 pub mod transaction;
 
 pub use controller_mode::ControllerModeConfig;
 pub use ha::{BrokerRole, HaConfig};
 pub use limits::Limits;
+pub use metrics::MetricsConfig;
 pub use transaction::TransactionConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +57,9 @@ pub struct BrokerConfig {
     pub listen_addr: SocketAddr,
     /// RocketMQ's "fast"/VIP port, listenPort - 2 by default; 0 disables it.
     pub fast_listen_port: u16,
+    /// The broker.conf this config was read from (Java's `brokerConfigPath`), where
+    /// UPDATE_BROKER_CONFIG persists a change; None without one.
+    pub broker_config_path: Option<PathBuf>,
     pub auto_create_topic_enable: bool,
     pub auto_create_subscription_group: bool,
     pub default_topic_queue_nums: u32,
@@ -84,6 +89,8 @@ pub struct BrokerConfig {
     pub ha: HaConfig,
     /// RocketMQ 5's controller mode (see `controller_mode`).
     pub controller_mode: ControllerModeConfig,
+    /// The metrics exporter (see `metrics`).
+    pub metrics: MetricsConfig,
     pub store: StoreConfig,
     /// Keys we read but do not act on.
     pub unknown: BTreeMap<String, String>,
@@ -103,6 +110,7 @@ impl Default for BrokerConfig {
             broker_ip1: local_address::local_address(),
             listen_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 10911),
             fast_listen_port: 10909,
+            broker_config_path: None,
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,
             default_topic_queue_nums: 8,
@@ -120,28 +128,20 @@ impl Default for BrokerConfig {
             transaction: TransactionConfig::default(),
             ha: HaConfig::default(),
             controller_mode: ControllerModeConfig::default(),
+            metrics: MetricsConfig::default(),
             store,
             unknown: BTreeMap::new(),
         }
     }
 }
 
-/// Parses Java-properties text into key/value pairs (`#`/`!` comments, `=` or `:` separators).
+/// Parses Java-properties text into key/value pairs, as `java.util.Properties.load` reads it
+/// (`common::properties_text`), values trimmed.
 pub fn parse_properties(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-            continue;
-        }
-        let split = line.find(['=', ':']);
-        let (k, v) = match split {
-            Some(i) => (&line[..i], &line[i + 1..]),
-            None => (line, ""),
-        };
-        out.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    out
+    crate::common::properties_text::parse(text)
+        .into_iter()
+        .map(|(k, v)| (k, v.trim().to_string()))
+        .collect()
 }
 
 fn invalid(key: &str, value: &str, reason: impl ToString) -> ConfigError {
@@ -205,6 +205,7 @@ impl BrokerConfig {
         for (k, v) in parse_properties(&text) {
             cfg.set(&k, &v)?;
         }
+        cfg.broker_config_path = Some(path.to_path_buf());
         Ok(cfg)
     }
 
@@ -220,6 +221,9 @@ impl BrokerConfig {
             return done;
         }
         if let Some(done) = self.controller_mode.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.metrics.set(key, value) {
             return done;
         }
         let s = &mut self.store;
@@ -348,6 +352,7 @@ impl BrokerConfig {
         }
         self.limits.validate(&self.store)?;
         self.controller_mode.validate()?;
+        self.metrics.validate()?;
         // In controller mode the controller assigns the id and the role (Java's quick start
         // writes brokerId=-1 and brokerRole=SLAVE).
         if !self.controller_mode.enabled {

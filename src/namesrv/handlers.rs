@@ -89,6 +89,11 @@ impl NameServer {
                     )),
                 }
             }
+            request_code::GET_SYSTEM_TOPIC_LIST_FROM_NS => Ok(self.system_topic_list(req)),
+            request_code::WIPE_WRITE_PERM_OF_BROKER => self.operate_write_perm(req, true),
+            request_code::ADD_WRITE_PERM_OF_BROKER => self.operate_write_perm(req, false),
+            request_code::GET_NAMESRV_CONFIG => Ok(self.config_text(req)),
+            request_code::UPDATE_NAMESRV_CONFIG => Ok(self.update_config(req)),
             other => Err(NamesrvError::NotSupported(other)),
         }
     }

@@ -9,6 +9,7 @@
 //! and needs no lock. Invariants: every non-oneway request gets exactly one response with the
 //! request's opaque; bad input from the network becomes an error response, never a panic.
 
+mod admin;
 mod handlers;
 pub mod kv_config;
 pub mod register_body;
@@ -69,6 +70,8 @@ pub struct NameServer {
     routes: RouteTable,
     kv: KvConfig,
     kv_config_path: Option<PathBuf>,
+    /// The port the server listens on, for GET_NAMESRV_CONFIG (set by whoever bound it).
+    listen_port: Option<u16>,
 }
 
 impl NameServer {
@@ -86,7 +89,13 @@ impl NameServer {
             routes: RouteTable::new(),
             kv,
             kv_config_path,
+            listen_port: None,
         }
+    }
+
+    /// Records the port the server was bound to (GET_NAMESRV_CONFIG shows it).
+    pub fn set_listen_port(&mut self, port: u16) {
+        self.listen_port = Some(port);
     }
 
     /// Handles one request from connection `conn_id` at time `now_ms`. Returns the response,

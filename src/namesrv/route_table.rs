@@ -18,6 +18,8 @@ pub const DEFAULT_HEARTBEAT_TIMEOUT_MS: i64 = 120_000;
 /// `PermName.PERM_WRITE`, wiped from queue routes of a broker group that lost its master in
 /// acting-master mode.
 pub const PERM_WRITE: i32 = 2;
+/// `PermName.PERM_READ`.
+pub const PERM_READ: i32 = 4;
 
 /// The broker's `DataVersion` of its topic config. Two registrations with equal versions carry
 /// the same topics, so the queue routes need no update.
@@ -425,6 +427,41 @@ impl RouteTable {
                 self.topic_queue_table.remove(topic);
             }
         }
+    }
+
+    /// WIPE_WRITE_PERM_OF_BROKER (`wipe`) and ADD_WRITE_PERM_OF_BROKER (Java's
+    /// `operateWritePermOfBroker`): every queue route of `broker_name` loses its write
+    /// permission, or becomes read-write. Returns how many topics were touched. The broker's
+    /// next registration with a new topic-config version rewrites the routes, as on Java.
+    pub fn operate_write_perm(&mut self, broker_name: &str, wipe: bool) -> i32 {
+        let mut count = 0;
+        for queues in self.topic_queue_table.values_mut() {
+            if let Some(route) = queues.get_mut(broker_name) {
+                route.perm = if wipe {
+                    route.perm & !PERM_WRITE
+                } else {
+                    PERM_READ | PERM_WRITE
+                };
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// GET_SYSTEM_TOPIC_LIST_FROM_NS (Java's `getSystemTopicList`): every cluster name and
+    /// every broker name (each is a topic its brokers create), and the first address of the
+    /// first broker group, if any.
+    pub fn system_topics(&self) -> (Vec<String>, Option<String>) {
+        let mut topics = BTreeSet::new();
+        for (cluster, names) in &self.cluster_addr_table {
+            topics.insert(cluster.clone());
+            topics.extend(names.iter().cloned());
+        }
+        let addr = self
+            .broker_addr_table
+            .values()
+            .find_map(|g| g.addrs.values().next().cloned());
+        (topics.into_iter().collect(), addr)
     }
 
     /// Asserts the module invariants; for tests and debug checks.

@@ -272,6 +272,26 @@ pub struct MessageQueue {
     pub topic: String,
 }
 
+/// One queue of a consumer group's progress (Java's `OffsetWrapper`), in GET_CONSUME_STATS'
+/// `offsetTable`. Fields in fastjson's (alphabetical) order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OffsetWrapper {
+    pub broker_offset: i64,
+    pub consumer_offset: i64,
+    pub last_timestamp: i64,
+    pub pull_offset: i64,
+}
+
+/// One queue's bounds (Java's `TopicOffset`), in GET_TOPIC_STATS_INFO's `offsetTable`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TopicOffset {
+    pub last_update_timestamp: i64,
+    pub max_offset: i64,
+    pub min_offset: i64,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct LockBatchRequestBody {

@@ -83,6 +83,7 @@ pub mod request_code {
     pub const UPDATE_NAMESRV_CONFIG: i32 = 318;
     pub const GET_NAMESRV_CONFIG: i32 = 319;
     pub const SEND_BATCH_MESSAGE: i32 = 320;
+    pub const QUERY_CONSUME_QUEUE: i32 = 321;
     pub const QUERY_DATA_VERSION: i32 = 322;
     pub const SEND_REPLY_MESSAGE: i32 = 324;
     pub const SEND_REPLY_MESSAGE_V2: i32 = 325;

@@ -106,6 +106,9 @@ const CLEAN_FORCIBLY_MAX_PCT: u32 = 85;
 pub struct PassClock {
     pub now: SystemTime,
     pub local_hour: u32,
+    /// An admin asked for expired files to go now (DELETE_EXPIRED_COMMITLOG, Java's
+    /// `executeDeleteFilesManually`): the pass runs as if it were a `deleteWhen` hour.
+    pub manual: bool,
 }
 
 impl PassClock {
@@ -114,6 +117,7 @@ impl PassClock {
         PassClock {
             now,
             local_hour: local_hour(now),
+            manual: false,
         }
     }
 }
@@ -162,7 +166,7 @@ pub fn run(
 ) -> Result<RetentionOutcome, StoreError> {
     let reserved = Duration::from_secs(cfg.file_reserved_time_hours.saturating_mul(3600));
     let (mut used, mut on_disk) = measure(log, cfg, deleter)?;
-    let time_up = cfg.delete_when.contains(clock.local_hour);
+    let time_up = clock.manual || cfg.delete_when.contains(clock.local_hour);
     let space_low = used > cfg.disk_max_used_space_ratio;
     let mut deleted = Vec::new();
     while (time_up || space_low)
@@ -286,7 +290,11 @@ mod tests {
     }
 
     fn at(now: SystemTime, local_hour: u32) -> PassClock {
-        PassClock { now, local_hour }
+        PassClock {
+            now,
+            local_hour,
+            manual: false,
+        }
     }
 
     /// A deleter that does not pause between files.
@@ -341,6 +349,25 @@ mod tests {
         d.finish();
         assert!(!c.commit_log_dir().join("00000000000000000000").exists());
         assert!(!c.commit_log_dir().join(format!("{:020}", 2 * SEG)).exists());
+    }
+
+    /// Proves a manual pass (DELETE_EXPIRED_COMMITLOG) deletes expired segments outside the
+    /// `deleteWhen` hour, and still keeps the active one.
+    #[test]
+    fn a_manual_pass_runs_outside_the_delete_when_hour() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = cfg(dir.path(), 10);
+        let now = SystemTime::now();
+        let mut log = log_with(&c, 3, 4, now);
+        let mut d = deleter();
+        let manual = PassClock {
+            manual: true,
+            ..at(now, 3)
+        };
+        let out = run(&mut log, &c, manual, &d).unwrap();
+        assert_eq!(out.deleted, vec![0, SEG, 2 * SEG]);
+        assert_eq!(log.segments().len(), 1);
+        d.finish();
     }
 
     /// Proves the pass stops at the first segment younger than `fileReservedTime`, even when

@@ -32,7 +32,7 @@ pub use self::core::GroupCommitStats;
 pub use cq_truncate::{CqTruncate, CqTruncated, CQ_TRUNCATE_ANSWERS_MAX};
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -405,7 +405,13 @@ struct Published {
     /// and drops its mappings when its truncation count moves.
     read_bounds: Arc<ReadBounds>,
     writable: AtomicBool,
+    /// Retention passes still to run as if at a `deleteWhen` hour, set by an admin's
+    /// DELETE_EXPIRED_COMMITLOG (Java's `MAX_MANUAL_DELETE_FILE_TIMES` of them).
+    manual_deletes: AtomicU32,
 }
+
+/// Java's `MAX_MANUAL_DELETE_FILE_TIMES`: how many retention passes one manual request covers.
+pub const MANUAL_DELETE_PASSES: u32 = 20;
 
 impl Published {
     /// Makes the commit log up to `upto` visible to readers, then wakes whoever waits for it.
@@ -414,6 +420,13 @@ impl Published {
     fn publish(&self, upto: u64) {
         self.max_phy.fetch_max(upto, Ordering::AcqRel);
         self.on_publish.wake();
+    }
+
+    /// One manual retention pass used, if any is left (`delete_expired_files_now`).
+    fn take_manual_delete(&self) -> bool {
+        self.manual_deletes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
     }
 
     /// Moves the published end back to `end`: the one way it goes back, used only by a
@@ -532,6 +545,13 @@ impl WriterSender {
     pub fn is_writable(&self) -> bool {
         self.published.writable.load(Ordering::Acquire)
     }
+    /// DELETE_EXPIRED_COMMITLOG: the next retention passes delete expired segments whatever
+    /// the hour (files younger than `fileReservedTime` still stay).
+    pub fn delete_expired_files_now(&self) {
+        self.published
+            .manual_deletes
+            .store(MANUAL_DELETE_PASSES, Ordering::Release);
+    }
 }
 
 pub struct WriterHandle {
@@ -561,6 +581,10 @@ impl WriterHandle {
     /// Records and bytes per fdatasync so far (SYNC_FLUSH only).
     pub fn group_commit_stats(&self) -> Option<&GroupCommitStats> {
         self.group_commit_stats.as_deref()
+    }
+    /// The same counters, shared (the metrics endpoint reads them at each scrape).
+    pub fn group_commit_stats_shared(&self) -> Option<Arc<GroupCommitStats>> {
+        self.group_commit_stats.clone()
     }
 
     /// Drains the inbox, flushes, writes the checkpoint, removes the abort file, joins.

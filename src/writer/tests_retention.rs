@@ -223,3 +223,40 @@ fn appends_resume_soon_after_queued_segments_are_unlinked() {
     drop(s);
     w.shutdown().unwrap();
 }
+
+/// Proves DELETE_EXPIRED_COMMITLOG's request (`delete_expired_files_now`) makes the writer delete
+/// expired segments outside the `deleteWhen` hour, which it otherwise waits for.
+#[test]
+fn a_manual_request_deletes_outside_the_delete_when_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = 128 << 10;
+    let now_hour = crate::store::retention::local_hour(std::time::SystemTime::now());
+    let other_hour = ((now_hour + 12) % 24).to_string();
+    let c = StoreConfig {
+        delete_when: crate::store::config::DeleteWhen::parse(&other_hour).unwrap(),
+        ..expiring(dir.path(), seg, 20)
+    };
+    let w = start(&c, Box::new(NullDispatcher));
+    let s = w.clone_sender();
+    let body = vec![5u8; 10_000];
+    for _ in 0..30 {
+        append_wait(&s, vec![record("T", 0, &body, "")], true).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        w.min_phy_offset(),
+        0,
+        "not the deleteWhen hour: nothing goes"
+    );
+    s.delete_expired_files_now();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while w.min_phy_offset() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the manual pass never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!dir.path().join("commitlog/00000000000000000000").exists());
+    w.shutdown().unwrap();
+}

@@ -51,12 +51,31 @@ impl RawBroker {
         Self::spawn_with(Some(namesrv), dir, opts, Stdio::null())
     }
 
+    /// As `start_in`, with the broker.conf at `conf` (`-c`) read before the `-o` options.
+    pub fn start_with_conf(
+        dir: tempfile::TempDir,
+        conf: &std::path::Path,
+        opts: &[&str],
+    ) -> RawBroker {
+        Self::spawn_conf(None, Some(conf), dir, opts, Stdio::null())
+    }
+
     fn spawn(dir: tempfile::TempDir, opts: &[&str], stderr: Stdio) -> RawBroker {
         Self::spawn_with(None, dir, opts, stderr)
     }
 
     fn spawn_with(
         namesrv_of: Option<SocketAddr>,
+        dir: tempfile::TempDir,
+        opts: &[&str],
+        stderr: Stdio,
+    ) -> RawBroker {
+        Self::spawn_conf(namesrv_of, None, dir, opts, stderr)
+    }
+
+    fn spawn_conf(
+        namesrv_of: Option<SocketAddr>,
+        conf: Option<&std::path::Path>,
         dir: tempfile::TempDir,
         opts: &[&str],
         stderr: Stdio,
@@ -73,6 +92,9 @@ impl RawBroker {
             ]),
             Some(ns) => cmd.args(["broker", "--namesrv-addr", &ns.to_string()]),
         };
+        if let Some(c) = conf {
+            cmd.arg("-c").arg(c);
+        }
         cmd.args(["--broker-listen", "127.0.0.1:0", "--store-dir"])
             .arg(dir.path())
             .args(["-o", "mappedFileSizeCommitLog=16777216"])

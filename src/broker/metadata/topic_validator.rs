@@ -58,6 +58,14 @@ pub fn is_system_topic(topic: &str) -> bool {
     SYSTEM_TOPICS.contains(&topic) || topic.starts_with(SYSTEM_TOPIC_PREFIX)
 }
 
+/// Java's `TopicValidator.getSystemTopicSet()` on a running broker: the listed topics and the
+/// timer's wheel topic, which Java's timer store adds when it starts.
+pub fn system_topic_set() -> impl Iterator<Item = &'static str> {
+    SYSTEM_TOPICS
+        .into_iter()
+        .chain(std::iter::once(TIMER_TOPIC))
+}
+
 /// A topic a client's send must be refused for.
 pub fn is_not_allowed_send_topic(topic: &str) -> bool {
     NOT_ALLOWED_SEND_TOPICS.contains(&topic)

@@ -93,7 +93,7 @@ pub struct Decision {
 
 /// Owner shard: checks the decision against the half message and stores it.
 pub async fn decide(shard: &Rc<Shard>, d: Decision) -> Result<(), BrokerError> {
-    let (committed, uniq) = {
+    let (committed, uniq, real_topic) = {
         let Some(unit) = shard.unit_at(TRANS_HALF_TOPIC, HALF_QUEUE_ID, d.half_offset) else {
             return Err(BrokerError::System(format!(
                 "Find prepared transaction message failed: no half message at queue offset {}",
@@ -132,7 +132,11 @@ pub async fn decide(shard: &Rc<Shard>, d: Decision) -> Result<(), BrokerError> {
         } else {
             None
         };
-        (committed, uniq)
+        // The topic the producer sent to, for the commit and rollback metrics.
+        let real_topic = properties::get(half.properties, keys::REAL_TOPIC)
+            .unwrap_or("")
+            .to_owned();
+        (committed, uniq, real_topic)
     };
     let targets = {
         let mut st = shard.transaction_mut();
@@ -175,6 +179,7 @@ pub async fn decide(shard: &Rc<Shard>, d: Decision) -> Result<(), BrokerError> {
             let op_offset = outcome.queue_offsets.last().copied().unwrap_or(0);
             st.finish_decision(&uniq, &targets, op_offset);
             persist(shard, st);
+            crate::broker::metrics::record::decision(&real_topic, d.commit);
             tracing::debug!(
                 half = d.half_offset,
                 commit = d.commit,

@@ -266,3 +266,76 @@ ext_header! {
         pub topic: String => "topic",
     }
 }
+
+ext_header! {
+    /// INVOKE_BROKER_TO_RESET_OFFSET (222) from an admin, and RESET_CONSUMER_CLIENT_OFFSET (220)
+    /// from the broker to a consumer (Java's `ResetOffsetRequestHeader`). `timestamp` -1 means
+    /// each queue's max offset; `queueId` and `offset` name one queue and its new offset.
+    pub struct ResetOffsetRequestHeader {
+        pub group: String => "group",
+        pub topic: String => "topic",
+        pub queue_id: i32 => "queueId" or -1,
+        pub offset: Option<i64> => "offset",
+        pub timestamp: i64 => "timestamp",
+        pub is_force: bool => "isForce",
+    }
+}
+
+ext_header! {
+    /// CLONE_GROUP_OFFSET (314); without `topic`, every topic the source group has offsets for.
+    pub struct CloneGroupOffsetRequestHeader {
+        pub src_group: String => "srcGroup",
+        pub dest_group: String => "destGroup",
+        pub topic: Option<String> => "topic",
+        pub offline: bool => "offline",
+    }
+}
+
+ext_header! {
+    /// QUERY_CONSUME_QUEUE (321): `count` units of one queue from `index`.
+    pub struct QueryConsumeQueueRequestHeader {
+        pub topic: String => "topic",
+        pub queue_id: i32 => "queueId" or 0,
+        pub index: i64 => "index" or 0,
+        pub count: i32 => "count" or 0,
+        pub consumer_group: Option<String> => "consumerGroup",
+    }
+}
+
+ext_header! {
+    /// GET_TOPIC_CONFIG (351); `lo` asks for the static-topic mapping too (ringmq has none).
+    pub struct GetTopicConfigRequestHeader {
+        pub topic: String => "topic",
+        pub lo: Option<bool> => "lo",
+    }
+}
+
+ext_header! {
+    /// GET_SUBSCRIPTIONGROUP_CONFIG (352).
+    pub struct GetSubscriptionGroupConfigRequestHeader {
+        pub group: String => "group",
+    }
+}
+
+ext_header! {
+    /// QUERY_TOPIC_CONSUME_BY_WHO (300).
+    pub struct QueryTopicConsumeByWhoRequestHeader {
+        pub topic: String => "topic",
+    }
+}
+
+ext_header! {
+    /// GET_BROKER_CONSUME_STATS (317) (Java's `GetConsumeStatsInBrokerHeader`): only ordered
+    /// topics when `isOrder`.
+    pub struct GetConsumeStatsInBrokerHeader {
+        pub is_order: bool => "isOrder",
+    }
+}
+
+ext_header! {
+    /// VIEW_BROKER_STATS_DATA: one of Java's `BrokerStatsManager` stats by name and key.
+    pub struct ViewBrokerStatsDataRequestHeader {
+        pub stats_name: String => "statsName",
+        pub stats_key: String => "statsKey",
+    }
+}

@@ -121,3 +121,24 @@ ext_header! {
         pub cluster_name: Option<String> => "clusterName",
     }
 }
+
+ext_header! {
+    /// WIPE_WRITE_PERM_OF_BROKER (205) and ADD_WRITE_PERM_OF_BROKER (327).
+    pub struct WipeWritePermOfBrokerRequestHeader {
+        pub broker_name: String => "brokerName",
+    }
+}
+
+ext_header! {
+    /// WIPE_WRITE_PERM_OF_BROKER's answer: how many topics lost their write permission.
+    pub struct WipeWritePermOfBrokerResponseHeader {
+        pub wipe_topic_count: i32 => "wipeTopicCount",
+    }
+}
+
+ext_header! {
+    /// ADD_WRITE_PERM_OF_BROKER's answer: how many topics became readable and writable.
+    pub struct AddWritePermOfBrokerResponseHeader {
+        pub add_topic_count: i32 => "addTopicCount",
+    }
+}

@@ -43,7 +43,8 @@ impl WriterCore {
         }
         if self.last_retention.elapsed() >= self.retention_interval() {
             self.last_retention = Instant::now();
-            let clock = retention::PassClock::system();
+            let mut clock = retention::PassClock::system();
+            clock.manual = self.published.take_manual_delete();
             match retention::run(&mut self.log, &self.cfg, clock, &self.deleter) {
                 Ok(out) => {
                     let min_phy = self.log.min_phy_offset();

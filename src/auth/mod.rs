@@ -1,0 +1,11 @@
+//! Access control: who a request comes from and whether it may do what it asks. `signature`
+//! checks RocketMQ's request signature; `model` is ACL 2.0's users and ACLs; `authorize` is
+//! the decision over them; `request` says what a request touches; `plain_acl` reads ACL 1.0's
+//! `plain_acl.yml` into that model; `table` checks one request against all of it.
+
+pub mod authorize;
+pub mod model;
+pub mod plain_acl;
+pub mod request;
+pub mod signature;
+pub mod table;
