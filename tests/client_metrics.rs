@@ -252,7 +252,7 @@ fn disabled_exporter_opens_no_port() {
 fn unsupported_exporter_refuses_to_start() {
     let store = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
-        .args(["serve", "--store-dir"])
+        .args(["serve", "--console-listen", "off", "--store-dir"])
         .arg(store.path())
         .args([
             "--namesrv-listen",

@@ -57,6 +57,8 @@ fn serve_ha(dir: &std::path::Path, port: u16) -> (Served, SocketAddr, SocketAddr
     let mut child = Command::new(env!("CARGO_BIN_EXE_ringmq"))
         .args([
             "serve",
+            "--console-listen",
+            "off",
             "--namesrv-listen",
             "127.0.0.1:0",
             "--broker-listen",

@@ -251,7 +251,13 @@ fn max_connections_per_shard_bounds_each_shard() {
 
 fn ringmq_serve(dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_ringmq"))
-        .args(["serve", "--namesrv-listen", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--console-listen",
+            "off",
+            "--namesrv-listen",
+            "127.0.0.1:0",
+        ])
         .args([
             "--broker-listen",
             "127.0.0.1:0",

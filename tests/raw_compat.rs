@@ -364,6 +364,8 @@ fn default_broker_ip_and_ignored_keys_warning() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ringmq"))
         .args([
             "serve",
+            "--console-listen",
+            "off",
             "--namesrv-listen",
             "127.0.0.1:0",
             "--broker-listen",

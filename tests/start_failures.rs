@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 fn too_little_locked_memory_fails_the_start() {
     let store = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringmq"));
-    cmd.args(["serve", "--store-dir"])
+    cmd.args(["serve", "--console-listen", "off", "--store-dir"])
         .arg(store.path())
         .args([
             "--namesrv-listen",
