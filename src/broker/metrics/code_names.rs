@@ -81,6 +81,7 @@ const REQUEST_NAMES: &[(i32, &str)] = &[
     (318, "update_namesrv_config"),
     (319, "get_namesrv_config"),
     (320, "send_batch_message"),
+    (321, "query_consume_queue"),
     (322, "query_data_version"),
     (324, "send_reply_message"),
     (325, "send_reply_message_v2"),
