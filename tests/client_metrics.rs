@@ -73,7 +73,8 @@ fn scrape_until(port: u16, what: &str, f: impl Fn(&str) -> bool) -> String {
 /// N messages sent by rocketmq-client-rust show as `rocketmq_messages_in_total{topic}` = N with
 /// the body bytes in `rocketmq_throughput_in_total`; once a push consumer has them,
 /// `rocketmq_messages_out_total` is N and the group's lag 0; with the consumer gone, M more
-/// sends make the lag M. Every point carries the common labels and `metricsLabel`'s.
+/// sends make the lag M. Every point carries the common labels and `metricsLabel`'s, and the
+/// writer's batch figures count the sends.
 #[test]
 fn metrics_follow_sends_pulls_and_lag() {
     let port = raw_support::controller::free_ports(1)[0];
@@ -147,6 +148,22 @@ fn metrics_follow_sends_pulls_and_lag() {
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"), "{text}");
+        // The writer's own figures: every send is a record of some batch (the broker may have
+        // written a few records of its own), and the histogram counts every batch once.
+        let records = value(&text, "ringmq_writer_records_total", &[]).unwrap_or(0.0);
+        let batches = value(&text, "ringmq_writer_batches_total", &[]).unwrap_or(0.0);
+        assert!(records >= FIRST as f64, "{text}");
+        assert!(batches >= 1.0 && batches <= records, "{text}");
+        assert_eq!(
+            value(&text, "ringmq_writer_batch_records_count", &[]),
+            Some(batches),
+            "{text}"
+        );
+        assert_eq!(
+            value(&text, "ringmq_writer_batch_records_sum", &[]),
+            Some(records),
+            "{text}"
+        );
 
         let (consumer, mut inbox) = push_consumer(&ns, &group, &topic).await;
         let got = collect_distinct(&mut inbox, FIRST, Duration::from_secs(30)).await;

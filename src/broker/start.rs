@@ -169,6 +169,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let mut metrics_parts = metrics_listener.map(|listener| crate::broker::metrics::MetricsParts {
         listener,
         group_commit: writer.group_commit_stats_shared(),
+        batches: writer.batch_stats_shared(),
         completion_queues: completion_queues.clone(),
     });
     let delay_levels = cfg.store.delay_levels.clone();

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, TryRecvError};
 
 use self::commit::{Durable, Group, Waiter};
+use super::batch_stats::BatchStats;
 use super::checkpointer::Checkpointer;
 use super::failure_log::FailureLog;
 use super::index_checkpoint::IndexCheckpoint;
@@ -81,6 +82,8 @@ pub(super) struct WriterCore {
     index_checkpoint: IndexCheckpoint,
     /// Failed batches, said once and then counted.
     failures: FailureLog,
+    /// Written batches, for the metrics endpoint.
+    batch_stats: Arc<BatchStats>,
 }
 
 /// Records of one written SYNC_FLUSH batch to index once `upto_phy` is durable (bodies dropped).
@@ -178,7 +181,13 @@ impl WriterCore {
             deleter,
             index_checkpoint,
             failures: FailureLog::default(),
+            batch_stats: Arc::default(),
         })
+    }
+
+    /// The batch figures, shared with whoever reads them.
+    pub(super) fn batch_stats(&self) -> Arc<BatchStats> {
+        self.batch_stats.clone()
     }
 
     /// The group-commit figures (SYNC_FLUSH only).
@@ -504,8 +513,15 @@ impl WriterCore {
                         .zip(req.records.iter().map(AppendRecord::parts))
                 })
                 .collect();
-            if let Err(e) = self.log.write_placed(&recs, ts) {
-                failure = Some(e);
+            match self.log.write_placed(&recs, ts) {
+                Ok(()) => {
+                    let bytes = recs
+                        .iter()
+                        .map(|(_, parts)| parts.iter().map(|p| p.len() as u64).sum::<u64>())
+                        .sum();
+                    self.batch_stats.record(ok_reqs.len(), records, bytes);
+                }
+                Err(e) => failure = Some(e),
             }
         }
         if let Some(e) = failure {

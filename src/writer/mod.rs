@@ -19,6 +19,7 @@
 //! a failed batch wrote or, under SYNC_FLUSH, bytes no successful fdatasync covered; after a
 //! failed flush appends are refused and a shutdown leaves the abort file for recovery.
 
+pub mod batch_stats;
 mod checkpointer;
 mod core;
 mod cq_truncate;
@@ -558,6 +559,7 @@ pub struct WriterHandle {
     sender: WriterSender,
     published: Arc<Published>,
     group_commit_stats: Option<Arc<GroupCommitStats>>,
+    batch_stats: Arc<batch_stats::BatchStats>,
     thread: Option<JoinHandle<Result<(), StoreError>>>,
 }
 
@@ -585,6 +587,10 @@ impl WriterHandle {
     /// The same counters, shared (the metrics endpoint reads them at each scrape).
     pub fn group_commit_stats_shared(&self) -> Option<Arc<GroupCommitStats>> {
         self.group_commit_stats.clone()
+    }
+    /// Batches written, with their appends, records, bytes and sizes (the metrics endpoint).
+    pub fn batch_stats_shared(&self) -> Arc<batch_stats::BatchStats> {
+        self.batch_stats.clone()
     }
 
     /// Drains the inbox, flushes, writes the checkpoint, removes the abort file, joins.
@@ -640,6 +646,7 @@ pub fn spawn_writer(
     let waker = ring.waker();
     let mut core = core::WriterCore::new(store, cfg.clone(), dispatcher, published.clone(), ring)?;
     let group_commit_stats = core.group_commit_stats();
+    let batch_stats = core.batch_stats();
     let thread = cfg
         .threads
         .spawn(crate::runtime::Role::Writer, move || core.run(rx))
@@ -652,6 +659,7 @@ pub fn spawn_writer(
         },
         published,
         group_commit_stats,
+        batch_stats,
         thread: Some(thread),
     })
 }

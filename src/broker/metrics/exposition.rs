@@ -26,6 +26,7 @@ use crate::broker::metrics::record::{
     Hist, MessageType, MESSAGE_SIZE_BOUNDS, RPC_LATENCY_BOUNDS_MS,
 };
 use crate::broker::metrics::snapshot::{is_retry, is_system, is_system_group, Snapshot};
+use crate::writer::batch_stats::{BatchFigures, BATCH_RECORD_BOUNDS};
 
 /// Figures the broker keeps outside the shards' maps (atomics, the writer's published offsets,
 /// the store's filesystem).
@@ -52,6 +53,8 @@ pub struct BrokerFigures {
     pub group_commit: Option<[u64; 4]>,
     /// Items waiting in each shard's completion queue, by shard.
     pub completion_depths: Vec<u64>,
+    /// The writer's batches.
+    pub writer_batches: BatchFigures,
 }
 
 /// One scrape's data, handed to `prometheus_client` as a collector.
@@ -409,6 +412,50 @@ impl Exposition {
             "Writer completions waiting for their shard",
             None,
             &depths,
+        )?;
+        let w = &f.writer_batches;
+        counter(
+            e,
+            "ringmq_writer_batches",
+            "Batches the writer wrote",
+            &one(w.batches),
+        )?;
+        counter(
+            e,
+            "ringmq_writer_appends",
+            "Appends (send requests) in the writer's batches",
+            &one(w.appends),
+        )?;
+        counter(
+            e,
+            "ringmq_writer_records",
+            "Records in the writer's batches",
+            &one(w.records),
+        )?;
+        counter(
+            e,
+            "ringmq_writer_bytes",
+            "Commit-log bytes in the writer's batches",
+            &one(w.bytes),
+        )?;
+        let bounds: Vec<f64> = BATCH_RECORD_BOUNDS.iter().map(|b| *b as f64).collect();
+        let mut buckets: Vec<(f64, u64)> = bounds
+            .iter()
+            .zip(w.by_records.iter())
+            .map(|(b, c)| (*b, *c))
+            .collect();
+        buckets.push((f64::INFINITY, w.by_records[bounds.len()]));
+        let mut m = e.encode_descriptor(
+            "ringmq_writer_batch_records",
+            "Records per batch the writer wrote",
+            None,
+            MetricType::Histogram,
+        )?;
+        m.encode_family(&none)?.encode_histogram::<NoLabelSet>(
+            w.records as f64,
+            w.batches,
+            &buckets,
+            None,
         )?;
         if let Some([rounds, records, bytes, sync_us]) = f.group_commit {
             counter(

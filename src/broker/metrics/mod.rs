@@ -30,6 +30,7 @@ use crate::broker::shard::Shard;
 use crate::remoting::Outbound;
 use crate::runtime;
 use crate::runtime::net::{Listener, Stream};
+use crate::writer::batch_stats::BatchStats;
 use crate::writer::GroupCommitStats;
 
 /// The largest request accepted (request line and headers).
@@ -55,6 +56,8 @@ pub struct MetricsParts {
     pub listener: std::net::TcpListener,
     /// The writer's SYNC_FLUSH group-commit counters (None under ASYNC_FLUSH).
     pub group_commit: Option<Arc<GroupCommitStats>>,
+    /// The writer's batches.
+    pub batches: Arc<BatchStats>,
     /// Every shard's completion queue, for their depths.
     pub completion_queues: CompletionQueues,
 }
@@ -97,6 +100,7 @@ async fn broker_figures(s0: &Rc<Shard>, sources: &Sources) -> BrokerFigures {
                 g.sync_us_total.load(Relaxed),
             ]
         }),
+        writer_batches: sources.batches.read(),
         completion_depths: sources
             .completion_queues
             .iter()
@@ -108,6 +112,7 @@ async fn broker_figures(s0: &Rc<Shard>, sources: &Sources) -> BrokerFigures {
 /// What a scrape reads besides the shards.
 struct Sources {
     group_commit: Option<Arc<GroupCommitStats>>,
+    batches: Arc<BatchStats>,
     completion_queues: CompletionQueues,
 }
 
@@ -185,6 +190,7 @@ pub async fn serve(s0: Rc<Shard>, parts: MetricsParts) {
     let listener = Listener::from_std(parts.listener);
     let sources = Rc::new(Sources {
         group_commit: parts.group_commit,
+        batches: parts.batches,
         completion_queues: parts.completion_queues,
     });
     let active = Rc::new(Cell::new(0usize));
