@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::output::{emit, fmt_ms, key_values, parse_timestamp, Table};
 use super::{target_brokers, CliResult, Ctx};
-use crate::admin::bodies::{ConsumeStats, SubscriptionGroupConfig};
+use crate::admin::bodies::{Connection, ConsumeStats, SubscriptionGroupConfig};
 use crate::admin::AdminError;
 use crate::protocol::codes::response_code;
 
@@ -270,15 +270,7 @@ pub fn consumer_connection(ctx: &Ctx, a: &ConsumerConnectionArgs) -> CliResult {
         }
     };
     emit(ctx, &conn, || {
-        let mut t = Table::new(&["ClientId", "ClientAddr", "Language", "Version"]);
-        for c in &conn.connection_set {
-            t.row(vec![
-                c.client_id.clone(),
-                c.client_addr.clone(),
-                c.language.clone(),
-                c.version.to_string(),
-            ]);
-        }
+        let t = connections_table(&conn.connection_set);
         let mut s = Table::new(&["Topic", "SubExpression"]);
         for (topic, sub) in &conn.subscription_table {
             s.row(vec![topic.clone(), sub.sub_string.clone()]);
@@ -329,16 +321,7 @@ pub fn producer_connection(ctx: &Ctx, a: &ProducerConnectionArgs) -> CliResult {
         );
     }
     emit(ctx, &conn, || {
-        let mut t = Table::new(&["ClientId", "ClientAddr", "Language", "Version"]);
-        for c in &conn.connection_set {
-            t.row(vec![
-                c.client_id.clone(),
-                c.client_addr.clone(),
-                c.language.clone(),
-                c.version.to_string(),
-            ]);
-        }
-        t.render()
+        connections_table(&conn.connection_set).render()
     })
 }
 
@@ -376,4 +359,18 @@ pub fn reset_offset_by_time(ctx: &Ctx, a: &ResetOffsetByTimeArgs) -> CliResult {
             t.render()
         )
     })
+}
+
+/// A group's clients, as mqadmin's consumerConnection and producerConnection list them.
+fn connections_table<'a>(set: impl IntoIterator<Item = &'a Connection>) -> Table {
+    let mut t = Table::new(&["ClientId", "ClientAddr", "Language", "Version"]);
+    for c in set {
+        t.row(vec![
+            c.client_id.clone(),
+            c.client_addr.clone(),
+            c.language.clone(),
+            c.version.to_string(),
+        ]);
+    }
+    t
 }

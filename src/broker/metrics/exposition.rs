@@ -23,10 +23,13 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::broker::metadata::topic_validator::is_system_topic;
 use crate::broker::metrics::code_names::{request_code_name, response_code_name};
 use crate::broker::metrics::record::{
-    Hist, MessageType, MESSAGE_SIZE_BOUNDS, RPC_LATENCY_BOUNDS_MS,
+    Hist, MessageType, HIST_SLOTS, MESSAGE_SIZE_BOUNDS, RPC_LATENCY_BOUNDS_MS,
 };
 use crate::broker::metrics::snapshot::{is_retry, is_system, is_system_group, Snapshot};
 use crate::writer::batch_stats::{BatchFigures, BATCH_RECORD_BOUNDS};
+
+// The writer's records-per-batch buckets fit a `Hist`.
+const _: () = assert!(BATCH_RECORD_BOUNDS.len() < HIST_SLOTS);
 
 /// Figures the broker keeps outside the shards' maps (atomics, the writer's published offsets,
 /// the store's filesystem).
@@ -439,24 +442,18 @@ impl Exposition {
             &one(w.bytes),
         )?;
         let bounds: Vec<f64> = BATCH_RECORD_BOUNDS.iter().map(|b| *b as f64).collect();
-        let mut buckets: Vec<(f64, u64)> = bounds
-            .iter()
-            .zip(w.by_records.iter())
-            .map(|(b, c)| (*b, *c))
-            .collect();
-        buckets.push((f64::INFINITY, w.by_records[bounds.len()]));
+        let mut sizes = Hist {
+            sum: w.records as f64,
+            ..Hist::default()
+        };
+        sizes.counts[..w.by_records.len()].copy_from_slice(&w.by_records);
         let mut m = e.encode_descriptor(
             "ringmq_writer_batch_records",
             "Records per batch the writer wrote",
             None,
             MetricType::Histogram,
         )?;
-        m.encode_family(&none)?.encode_histogram::<NoLabelSet>(
-            w.records as f64,
-            w.batches,
-            &buckets,
-            None,
-        )?;
+        histogram_point(&mut m, &none, &bounds, &sizes)?;
         if let Some([rounds, records, bytes, sync_us]) = f.group_commit {
             counter(
                 e,
