@@ -216,13 +216,7 @@ fn consumer_progress_and_reset_offset_by_time() {
     );
     assert_eq!(q["messageQueue"]["topic"], "AdmP", "{j}");
     let t = admin(ns, &["consumerProgress", "-g", "AdmPG", "-t", "AdmP"]).ok();
-    let row: Vec<&str> = t
-        .stdout
-        .lines()
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .collect();
+    let row = t.first_row();
     assert_eq!(&row[..6], ["AdmP", "broker-a", "0", "3", "2", "1"], "{t:?}");
     assert!(t.stdout.contains("Consume Diff Total:"), "{t:?}");
 

@@ -66,13 +66,7 @@ fn sent_message_is_found_by_id_key_and_offset() {
     );
 
     let k = admin(ns, &["queryMsgByKey", "-t", "AdmM", "-k", "order-7"]).ok();
-    let row: Vec<&str> = k
-        .stdout
-        .lines()
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .collect();
+    let row = k.first_row();
     assert_eq!(row, [msg_id.as_str(), "1", queue_offset.as_str()], "{k:?}");
     let k = admin(
         ns,

@@ -27,6 +27,14 @@ impl AdminRun {
             .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {self:?}"))
     }
 
+    /// The cells of the table's first row (the line after the header).
+    pub fn first_row(&self) -> Vec<&str> {
+        let line = self.stdout.lines().nth(1);
+        line.unwrap_or_else(|| panic!("no table row: {self:?}"))
+            .split_whitespace()
+            .collect()
+    }
+
     /// Asserts exit 0 and returns self.
     pub fn ok(self) -> AdminRun {
         assert_eq!(self.code, 0, "ringmq admin failed: {self:?}");
