@@ -12,6 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::ProtocolError;
+use crate::common::time::{civil_from_days, days_from_civil};
 
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
@@ -190,34 +191,10 @@ fn utc_month_bounds_ms(ms: i64) -> (i64, i64) {
     const DAY_MS: i64 = 86_400_000;
     let days = ms.div_euclid(DAY_MS);
     let (y, m, d) = civil_from_days(days);
-    let start = (days - (d as i64 - 1)) * DAY_MS;
+    let start = (days - (d - 1)) * DAY_MS;
     let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
     let next = days_from_civil(ny, nm, 1) * DAY_MS;
     (start, next)
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian, UTC).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = if m > 2 { m - 3 } else { m + 9 } as i64;
-    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// Debug helper for logs: hex of arbitrary bytes (uppercase, like the ids).
