@@ -9,6 +9,7 @@ mod raw_support;
 
 use std::time::Duration;
 
+use raw_support::admin::{commit_on, committed_on};
 use raw_support::{create_topic_cmd, send_cmd, Conn, RawBroker};
 use ringmq::protocol::codes::{request_code as req, response_code as rc};
 use ringmq::protocol::RemotingCommand;
@@ -39,28 +40,6 @@ fn create_group(c: &mut Conn, group: &str) {
     ok(&r, "create group");
 }
 
-fn commit(c: &mut Conn, group: &str, topic: &str, q: i32, off: i64) {
-    let r = c.call(
-        RemotingCommand::new_request(req::UPDATE_CONSUMER_OFFSET)
-            .with_ext("consumerGroup", group)
-            .with_ext("topic", topic)
-            .with_ext("queueId", q)
-            .with_ext("commitOffset", off),
-    );
-    ok(&r, "commit offset");
-}
-
-fn committed(c: &mut Conn, group: &str, topic: &str, q: i32) -> Option<i64> {
-    let r = c.call(
-        RemotingCommand::new_request(req::QUERY_CONSUMER_OFFSET)
-            .with_ext("consumerGroup", group)
-            .with_ext("topic", topic)
-            .with_ext("queueId", q)
-            .with_ext("setZeroIfNotFound", false),
-    );
-    (r.code == rc::SUCCESS).then(|| r.ext("offset").unwrap().parse().unwrap())
-}
-
 /// Registers `c` as a consumer of `group` subscribed to `topic`, and a producer of "admin_pg".
 fn register(c: &mut Conn, client_id: &str, group: &str, topic: &str) {
     let body = format!(
@@ -89,7 +68,7 @@ fn group_and_topic_configs_and_listings() {
             "send",
         );
     }
-    commit(&mut c, "AdmG", "AdmT", 1, 1);
+    commit_on(&mut c, "AdmG", "AdmT", 1, 1);
 
     // Java's SubscriptionGroupConfig.
     let r = c.call(
@@ -204,8 +183,8 @@ fn clone_delete_group_and_producer_table() {
     let mut c = Conn::connect(b.broker);
     ok(&c.call(create_topic_cmd("CloneT", 2)), "create topic");
     create_group(&mut c, "SrcG");
-    commit(&mut c, "SrcG", "CloneT", 0, 5);
-    commit(&mut c, "SrcG", "CloneT", 1, 7);
+    commit_on(&mut c, "SrcG", "CloneT", 0, 5);
+    commit_on(&mut c, "SrcG", "CloneT", 1, 7);
     let r = c.call(
         RemotingCommand::new_request(req::CLONE_GROUP_OFFSET)
             .with_ext("srcGroup", "SrcG")
@@ -213,8 +192,8 @@ fn clone_delete_group_and_producer_table() {
             .with_ext("offline", true),
     );
     ok(&r, "314");
-    assert_eq!(committed(&mut c, "DstG", "CloneT", 0), Some(5));
-    assert_eq!(committed(&mut c, "DstG", "CloneT", 1), Some(7));
+    assert_eq!(committed_on(&mut c, "DstG", "CloneT", 0), Some(5));
+    assert_eq!(committed_on(&mut c, "DstG", "CloneT", 1), Some(7));
     let r =
         c.call(RemotingCommand::new_request(req::CLONE_GROUP_OFFSET).with_ext("srcGroup", "SrcG"));
     assert_eq!(r.code, rc::INVALID_PARAMETER, "destGroup is required");
@@ -274,8 +253,8 @@ fn reset_offset_by_timestamp_reaches_consumers() {
             "send",
         );
     }
-    commit(&mut c, "ResetG", "ResetT", 0, 6);
-    commit(&mut c, "ResetG", "ResetT", 1, 0);
+    commit_on(&mut c, "ResetG", "ResetT", 0, 6);
+    commit_on(&mut c, "ResetG", "ResetT", 1, 0);
     let reset = |ts: i64, force: bool| {
         RemotingCommand::new_request(req::INVOKE_BROKER_TO_RESET_OFFSET)
             .with_ext("group", "ResetG")
@@ -290,7 +269,7 @@ fn reset_offset_by_timestamp_reaches_consumers() {
         r.remark.as_deref(),
         Some(format!("Consumer not online, so can not reset offset, Group: ResetG Topic: ResetT Timestamp: {before}").as_str())
     );
-    assert_eq!(committed(&mut c, "ResetG", "ResetT", 0), Some(6));
+    assert_eq!(committed_on(&mut c, "ResetG", "ResetT", 0), Some(6));
 
     let mut consumer = Conn::connect(b.broker);
     register(&mut consumer, "cons-1", "ResetG", "ResetT");
@@ -306,7 +285,7 @@ fn reset_offset_by_timestamp_reaches_consumers() {
         body.contains("\"queueId\":1,\"topic\":\"ResetT\"}:0"),
         "{body}"
     );
-    assert_eq!(committed(&mut c, "ResetG", "ResetT", 0), Some(0));
+    assert_eq!(committed_on(&mut c, "ResetG", "ResetT", 0), Some(0));
     let pushed = loop {
         let cmd = consumer.read().expect("consumer connection closed");
         if !cmd.is_response() && cmd.code == req::RESET_CONSUMER_CLIENT_OFFSET {
@@ -326,10 +305,10 @@ fn reset_offset_by_timestamp_reaches_consumers() {
     // To the max offsets (-1): not forward without isForce, forward with it.
     let r = c.call(reset(-1, false));
     ok(&r, "222 to max, not forced");
-    assert_eq!(committed(&mut c, "ResetG", "ResetT", 0), Some(0));
+    assert_eq!(committed_on(&mut c, "ResetG", "ResetT", 0), Some(0));
     let r = c.call(reset(-1, true));
     ok(&r, "222 to max, forced");
-    assert_eq!(committed(&mut c, "ResetG", "ResetT", 0), Some(6));
+    assert_eq!(committed_on(&mut c, "ResetG", "ResetT", 0), Some(6));
 
     // One queue to an explicit offset; outside the queue is refused.
     let one = |off: i64| {
@@ -338,7 +317,7 @@ fn reset_offset_by_timestamp_reaches_consumers() {
             .with_ext("offset", off)
     };
     ok(&c.call(one(2)), "222 one queue");
-    assert_eq!(committed(&mut c, "ResetG", "ResetT", 0), Some(2));
+    assert_eq!(committed_on(&mut c, "ResetG", "ResetT", 0), Some(2));
     let r = c.call(one(99));
     assert_eq!(r.code, rc::SYSTEM_ERROR);
     assert_eq!(

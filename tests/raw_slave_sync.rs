@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use raw_support::admin::{commit_on, committed_on};
 use raw_support::{create_topic_cmd, send_cmd, Conn, RawBroker};
 use ringmq::protocol::body::{from_json, SubscriptionGroupWrapper, TopicConfigSerializeWrapper};
 use ringmq::protocol::codes::{request_code, response_code};
@@ -42,29 +43,6 @@ fn create_group(c: &mut Conn, group: &str) {
             .with_body(body.into_bytes()),
     );
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-}
-
-fn commit(c: &mut Conn, group: &str, topic: &str, queue: i32, offset: i64) {
-    let r = c.call(
-        RemotingCommand::new_request(request_code::UPDATE_CONSUMER_OFFSET)
-            .with_ext("consumerGroup", group)
-            .with_ext("topic", topic)
-            .with_ext("queueId", queue)
-            .with_ext("commitOffset", offset),
-    );
-    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-}
-
-/// The stored offset, or None when the broker has none (QUERY_NOT_FOUND).
-fn query(c: &mut Conn, group: &str, topic: &str, queue: i32) -> Option<i64> {
-    let r = c.call(
-        RemotingCommand::new_request(request_code::QUERY_CONSUMER_OFFSET)
-            .with_ext("consumerGroup", group)
-            .with_ext("topic", topic)
-            .with_ext("queueId", queue)
-            .with_ext("setZeroIfNotFound", false),
-    );
-    (r.code == response_code::SUCCESS).then(|| r.ext("offset").unwrap().parse().unwrap())
 }
 
 fn topics(c: &mut Conn) -> TopicConfigSerializeWrapper {
@@ -174,7 +152,7 @@ fn a_slave_mirrors_its_masters_metadata() {
     create_topic(&mut m, "SyncT1", 4);
     create_group(&mut m, "SyncG1");
     for (q, off) in [(0, 5), (1, 7), (3, 11)] {
-        commit(&mut m, "SyncG1", "SyncT1", q, off);
+        commit_on(&mut m, "SyncG1", "SyncT1", q, off);
     }
     let r = m.call(send_cmd("SyncDelayT", 0, b"later", "DELAY\u{1}1\u{2}"));
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
@@ -219,7 +197,7 @@ fn a_slave_mirrors_its_masters_metadata() {
             groups(&mut s)
                 .subscription_group_table
                 .contains_key("SyncG1")
-                && query(&mut s, "SyncG1", "SyncT1", 3) == Some(11)
+                && committed_on(&mut s, "SyncG1", "SyncT1", 3) == Some(11)
                 && delay_offset(&mut s, "1") == Some(1)
         }),
         "the slave has the master's groups, offsets and delay progress"
@@ -228,17 +206,17 @@ fn a_slave_mirrors_its_masters_metadata() {
         groups(&mut s).subscription_group_table["SyncG1"].retry_max_times,
         3
     );
-    assert_eq!(query(&mut s, "SyncG1", "SyncT1", 0), Some(5));
-    assert_eq!(query(&mut s, "SyncG1", "SyncT1", 1), Some(7));
-    assert_eq!(query(&mut s, "SyncG1", "SyncT1", 2), None);
+    assert_eq!(committed_on(&mut s, "SyncG1", "SyncT1", 0), Some(5));
+    assert_eq!(committed_on(&mut s, "SyncG1", "SyncT1", 1), Some(7));
+    assert_eq!(committed_on(&mut s, "SyncG1", "SyncT1", 2), None);
 
     // Later changes on the master reach the slave.
     create_topic(&mut m, "SyncT2", 2);
-    commit(&mut m, "SyncG1", "SyncT1", 0, 9);
+    commit_on(&mut m, "SyncG1", "SyncT1", 0, 9);
     assert!(
         eventually(Duration::from_secs(10), || {
             topics(&mut s).topic_config_table.contains_key("SyncT2")
-                && query(&mut s, "SyncG1", "SyncT1", 0) == Some(9)
+                && committed_on(&mut s, "SyncG1", "SyncT1", 0) == Some(9)
         }),
         "a new topic and a new commit on the master reach the slave"
     );
@@ -260,8 +238,8 @@ fn a_slave_mirrors_its_masters_metadata() {
     assert!(groups(&mut r)
         .subscription_group_table
         .contains_key("SyncG1"));
-    assert_eq!(query(&mut r, "SyncG1", "SyncT1", 0), Some(9));
-    assert_eq!(query(&mut r, "SyncG1", "SyncT1", 3), Some(11));
+    assert_eq!(committed_on(&mut r, "SyncG1", "SyncT1", 0), Some(9));
+    assert_eq!(committed_on(&mut r, "SyncG1", "SyncT1", 3), Some(11));
     assert_eq!(delay_offset(&mut r, "1"), Some(1));
 }
 
@@ -272,7 +250,7 @@ fn an_unreachable_master_leaves_the_slaves_tables() {
     let mut m = Conn::connect(master.broker);
     create_topic(&mut m, "KeepT", 2);
     create_group(&mut m, "KeepG");
-    commit(&mut m, "KeepG", "KeepT", 1, 4);
+    commit_on(&mut m, "KeepG", "KeepT", 1, 4);
     let slave = RawBroker::start_broker(master.namesrv, SLAVE);
     let mut s = Conn::connect(slave.broker);
     assert!(
@@ -281,7 +259,7 @@ fn an_unreachable_master_leaves_the_slaves_tables() {
                 && groups(&mut s)
                     .subscription_group_table
                     .contains_key("KeepG")
-                && query(&mut s, "KeepG", "KeepT", 1) == Some(4)
+                && committed_on(&mut s, "KeepG", "KeepT", 1) == Some(4)
         }),
         "the slave copies the master first"
     );
@@ -294,7 +272,7 @@ fn an_unreachable_master_leaves_the_slaves_tables() {
     assert!(groups(&mut s)
         .subscription_group_table
         .contains_key("KeepG"));
-    assert_eq!(query(&mut s, "KeepG", "KeepT", 1), Some(4));
+    assert_eq!(committed_on(&mut s, "KeepG", "KeepT", 1), Some(4));
 }
 
 /// A "master" that answers the four requests with garbage or an error: the slave asks it every
@@ -402,8 +380,8 @@ fn a_master_answering_garbage_leaves_the_slaves_tables() {
     let g = groups(&mut s);
     assert!(g.subscription_group_table.contains_key("PreG"));
     assert_eq!(g.data_version.counter, 3);
-    assert_eq!(query(&mut s, "PreG", "PreT", 0), Some(3));
-    assert_eq!(query(&mut s, "PreG", "PreT", 1), Some(4));
+    assert_eq!(committed_on(&mut s, "PreG", "PreT", 0), Some(3));
+    assert_eq!(committed_on(&mut s, "PreG", "PreT", 1), Some(4));
     assert_eq!(delay_offset(&mut s, "2"), Some(8));
     let log = std::fs::read_to_string(&log_path).unwrap();
     let warnings = log

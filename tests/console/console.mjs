@@ -32,7 +32,10 @@ async function shot(page, name) {
 function localInput(ms) {
   const d = new Date(ms);
   const p = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  // Chromium writes a datetime-local value without ":00" seconds, and Playwright's fill checks
+  // the value it reads back, so zero seconds are left out the same way.
+  const secs = d.getSeconds() === 0 ? "" : `:${p(d.getSeconds())}`;
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}${secs}`;
 }
 
 async function browse(page, seen) {

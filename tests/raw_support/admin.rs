@@ -120,7 +120,11 @@ pub fn groups_of(broker: SocketAddr) -> SubscriptionGroupWrapper {
 
 /// Commits `offset` for `group` on `topic` queue `qid` (UPDATE_CONSUMER_OFFSET).
 pub fn commit_offset(broker: SocketAddr, group: &str, topic: &str, qid: i32, offset: i64) {
-    let mut c = Conn::connect(broker);
+    commit_on(&mut Conn::connect(broker), group, topic, qid, offset);
+}
+
+/// UPDATE_CONSUMER_OFFSET over an open connection; asserts success.
+pub fn commit_on(c: &mut Conn, group: &str, topic: &str, qid: i32, offset: i64) {
     let r = c.call(
         RemotingCommand::new_request(request_code::UPDATE_CONSUMER_OFFSET)
             .with_ext("consumerGroup", group)
@@ -129,4 +133,16 @@ pub fn commit_offset(broker: SocketAddr, group: &str, topic: &str, qid: i32, off
             .with_ext("commitOffset", offset),
     );
     assert_eq!(r.code, 0, "{:?}", r.remark);
+}
+
+/// The committed offset (QUERY_CONSUMER_OFFSET), or None when the broker has none.
+pub fn committed_on(c: &mut Conn, group: &str, topic: &str, qid: i32) -> Option<i64> {
+    let r = c.call(
+        RemotingCommand::new_request(request_code::QUERY_CONSUMER_OFFSET)
+            .with_ext("consumerGroup", group)
+            .with_ext("topic", topic)
+            .with_ext("queueId", qid)
+            .with_ext("setZeroIfNotFound", false),
+    );
+    (r.code == 0).then(|| r.ext("offset").unwrap().parse().unwrap())
 }
