@@ -14,7 +14,7 @@ use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
 use sha1::Sha1;
 
-use crate::protocol::command::ExtFields;
+use crate::protocol::command::{ExtFields, RemotingCommand};
 
 /// The ext field carrying the user's access key (ACL 2.0: the user name).
 pub const ACCESS_KEY: &str = "AccessKey";
@@ -50,6 +50,20 @@ pub enum SignatureError {
 pub fn sign(secret_key: &str, fields: &ExtFields, body: &[u8]) -> Result<String, SignatureError> {
     let mac = content_mac(secret_key, fields, body, i32::MAX)?;
     Ok(STANDARD.encode(mac.finalize().into_bytes()))
+}
+
+/// Signs a request as Java's `AclClientRPCHook` does: `AccessKey` added to its ext fields,
+/// then `Signature` over them and the body. The request's header must already be in its ext
+/// fields.
+pub fn sign_request(
+    cmd: &mut RemotingCommand,
+    access_key: &str,
+    secret_key: &str,
+) -> Result<(), SignatureError> {
+    cmd.ext_fields.insert(ACCESS_KEY, access_key);
+    let signature = sign(secret_key, &cmd.ext_fields, &cmd.body)?;
+    cmd.ext_fields.insert(SIGNATURE, &signature);
+    Ok(())
 }
 
 /// Checks a received request's `Signature` against the secret key. `version` is the request's

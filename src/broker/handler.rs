@@ -13,7 +13,7 @@ use crate::broker::{
     admin, admin_config, admin_conns, admin_groups, admin_offsets, admin_stats, admin_store,
     clients, offsets, pull, query, relay, replicas, reply, retry, send, topic_delete, transaction,
 };
-use crate::broker::{broker_stats, runtime_info};
+use crate::broker::{auth_gate, broker_stats, runtime_info};
 use crate::protocol::codes::{request_code as req, response_code as rc};
 use crate::protocol::RemotingCommand;
 use crate::remoting::{encode_frame, ConnInfo, FileRange, Handler, LocalFuture, Outbound};
@@ -37,6 +37,10 @@ impl Handler for BrokerHandler {
             timer.done(out.as_ref());
             out
         })
+    }
+
+    fn admit(&self, conn: &ConnInfo, cmd: &RemotingCommand) -> Result<(), Option<Outbound>> {
+        auth_gate::admit(&self.shard, conn.peer, cmd)
     }
 
     fn closed(self: Rc<Self>, conn: &ConnInfo) {

@@ -15,6 +15,8 @@ pub mod admin_offsets;
 pub mod admin_stats;
 pub mod admin_store;
 pub mod append;
+pub mod auth_gate;
+pub mod auth_state;
 pub mod broker2client;
 pub mod broker_stats;
 pub mod clean;

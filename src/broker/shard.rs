@@ -13,6 +13,8 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::auth::table::{AuthSettings, AuthTable};
+use crate::broker::auth_state::AuthOwner;
 use crate::broker::completion::{CompletionQueues, CompletionTarget, ShardCompletions};
 use crate::broker::group_transfer::{GroupTransfer, SlaveAcks};
 use crate::broker::long_poll::Waiter;
@@ -70,6 +72,8 @@ pub struct BrokerContext {
     pub ha_client: Arc<crate::broker::ha_status::HaClientState>,
     /// The role now: broker.conf's, or in controller mode the controller's (`broker::role`).
     pub role: Arc<crate::broker::role::RoleState>,
+    /// Which access checks run (`broker::auth_gate`).
+    pub auth: AuthSettings,
 }
 
 /// A queue owned by this shard.
@@ -113,6 +117,11 @@ pub struct Shard {
     subs: RefCell<Arc<SubscriptionSnapshot>>,
     /// The settings an admin may change at run time, as shard 0 last published them.
     settings: Cell<Settings>,
+    /// The users and ACLs requests are checked against, as shard 0 last published them, with
+    /// the version of that publication.
+    auth_table: RefCell<(u64, Arc<AuthTable>)>,
+    /// Shard 0 only: the users and ACLs (`broker::auth_state`).
+    auth_owner: Option<RefCell<AuthOwner>>,
     /// This shard's connections by id: their outboxes and their requests awaiting answers.
     conns: RefCell<HashMap<u64, ConnHandle>>,
     /// Every shard's completion queue (this shard drains its own, see `broker::completion`).
@@ -154,6 +163,7 @@ impl Shard {
         meta: Option<Metadata>,
         delay_progress: BTreeMap<i32, i64>,
         completion_queues: CompletionQueues,
+        auth: (Arc<AuthTable>, Option<AuthOwner>),
     ) -> Shard {
         let queues = cqs
             .into_iter()
@@ -182,6 +192,8 @@ impl Shard {
             topics: RefCell::new(topics),
             subs: RefCell::new(subs),
             settings: Cell::new(Settings::from_config(&ctx.cfg)),
+            auth_table: RefCell::new((0, auth.0)),
+            auth_owner: auth.1.map(RefCell::new),
             conns: RefCell::new(HashMap::new()),
             completion_queues,
             completions: ShardCompletions::default(),
@@ -440,6 +452,24 @@ impl Shard {
         if settings.version > self.settings.get().version {
             self.settings.set(settings);
         }
+    }
+
+    /// Runs `f` on this shard's copy of the auth table.
+    pub fn with_auth_table<R>(&self, f: impl FnOnce(&AuthTable) -> R) -> R {
+        f(&self.auth_table.borrow().1)
+    }
+
+    /// Replaces this shard's auth table, unless it already has a newer one.
+    pub fn set_auth_table(&self, version: u64, table: Arc<AuthTable>) {
+        let mut t = self.auth_table.borrow_mut();
+        if version > t.0 {
+            *t = (version, table);
+        }
+    }
+
+    /// Runs `f` on shard 0's users and ACLs; `None` on any other shard.
+    pub fn with_auth_owner<R>(&self, f: impl FnOnce(&mut AuthOwner) -> R) -> Option<R> {
+        self.auth_owner.as_ref().map(|o| f(&mut o.borrow_mut()))
     }
 
     /// This shard's commit-log reader.

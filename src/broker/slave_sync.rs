@@ -16,10 +16,12 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::auth::signature::sign_request;
 use crate::broker::register::MasterAddr;
 use crate::broker::shard::Shard;
 use crate::broker::topic_manager::{persist_in_background, topics_changed};
 use crate::broker::{offsets, schedule};
+use crate::config::auth::Credentials;
 use crate::protocol::body::{
     self, ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper, SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,
@@ -79,7 +81,9 @@ pub async fn run(s0: Rc<Shard>, master: MasterAddr) {
 /// again), so a master that does not answer costs one timeout per round, not four.
 async fn sync_all(s0: &Rc<Shard>, addr: SocketAddr, client: &mut Option<Client>) -> Vec<String> {
     let mut problems = Vec::new();
-    match fetch::<TopicConfigSerializeWrapper>(client, addr, req::GET_ALL_TOPIC_CONFIG).await {
+    let creds = s0.ctx.cfg.auth.inner_client_credentials.as_ref();
+    match fetch::<TopicConfigSerializeWrapper>(client, addr, req::GET_ALL_TOPIC_CONFIG, creds).await
+    {
         // A master always has its own system topics: an empty table is not a master's answer.
         Ok(w) if w.topic_config_table.is_empty() => {
             problems.push("topic configs: the master answered no topics".to_string())
@@ -90,7 +94,8 @@ async fn sync_all(s0: &Rc<Shard>, addr: SocketAddr, client: &mut Option<Client>)
     if client.is_none() {
         return problems;
     }
-    match fetch::<ConsumerOffsetSerializeWrapper>(client, addr, req::GET_ALL_CONSUMER_OFFSET).await
+    match fetch::<ConsumerOffsetSerializeWrapper>(client, addr, req::GET_ALL_CONSUMER_OFFSET, creds)
+        .await
     {
         Ok(w) => offsets::mirror(s0, w.offset_table).await,
         Err(e) => problems.push(format!("consumer offsets: {e}")),
@@ -98,15 +103,21 @@ async fn sync_all(s0: &Rc<Shard>, addr: SocketAddr, client: &mut Option<Client>)
     if client.is_none() {
         return problems;
     }
-    match fetch::<DelayOffsetSerializeWrapper>(client, addr, req::GET_ALL_DELAY_OFFSET).await {
+    match fetch::<DelayOffsetSerializeWrapper>(client, addr, req::GET_ALL_DELAY_OFFSET, creds).await
+    {
         Ok(w) => schedule::mirror(s0, w.offset_table).await,
         Err(e) => problems.push(format!("delay offsets: {e}")),
     }
     if client.is_none() {
         return problems;
     }
-    match fetch::<SubscriptionGroupWrapper>(client, addr, req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-        .await
+    match fetch::<SubscriptionGroupWrapper>(
+        client,
+        addr,
+        req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        creds,
+    )
+    .await
     {
         Ok(w) => apply_groups(s0, w),
         Err(e) => problems.push(format!("subscription groups: {e}")),
@@ -114,12 +125,18 @@ async fn sync_all(s0: &Rc<Shard>, addr: SocketAddr, client: &mut Option<Client>)
     problems
 }
 
-/// Asks the master for one table; a failed connection is dropped, to be made again next time.
+/// Asks the master for one table, signed with `innerClientAuthenticationCredentials` when
+/// they are set; a failed connection is dropped, to be made again next time.
 async fn fetch<T: serde::de::DeserializeOwned>(
     client: &mut Option<Client>,
     addr: SocketAddr,
     code: i32,
+    creds: Option<&Credentials>,
 ) -> Result<T, String> {
+    let mut request = RemotingCommand::new_request(code);
+    if let Some(c) = creds {
+        sign_request(&mut request, &c.name, &c.secret).map_err(|e| e.to_string())?;
+    }
     let c = match client {
         Some(c) => c,
         None => client.insert(
@@ -128,10 +145,7 @@ async fn fetch<T: serde::de::DeserializeOwned>(
                 .map_err(|e| e.to_string())?,
         ),
     };
-    let resp = match c
-        .invoke(RemotingCommand::new_request(code), RPC_TIMEOUT)
-        .await
-    {
+    let resp = match c.invoke(request, RPC_TIMEOUT).await {
         Ok(r) => r,
         Err(e) => {
             *client = None;

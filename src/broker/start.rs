@@ -48,6 +48,8 @@ pub enum StartError {
     },
     #[error("cannot start shard threads: {0}")]
     Threads(std::io::Error),
+    #[error("access control: {0}")]
+    Auth(#[from] crate::broker::auth_state::AuthStartError),
 }
 
 /// A running broker.
@@ -83,6 +85,9 @@ struct ShardParts {
     epochs: Option<crate::store::EpochFileCache>,
     /// Connections open across the broker's shards (`maxConnections`).
     open_connections: Arc<AtomicUsize>,
+    /// The auth table every shard starts with, and shard 0's users and ACLs.
+    auth_table: Arc<crate::auth::table::AuthTable>,
+    auth_owner: Option<crate::broker::auth_state::AuthOwner>,
 }
 
 fn bind_all(
@@ -193,6 +198,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         slave_acks: Arc::new(crate::broker::group_transfer::SlaveAcks::new(n)),
         ha_client: Arc::default(),
         role: Arc::new(crate::broker::role::RoleState::from_config(&cfg)),
+        auth: crate::broker::auth_state::settings_of(&cfg),
         ha_addr,
         cfg: cfg.clone(),
     });
@@ -203,6 +209,9 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     }
     let offsets_split = offsets::load(&cfg.store.store_path_root_dir, n);
     let mut meta = Some(Metadata::load(&cfg));
+    let auth_owner = crate::broker::auth_state::AuthOwner::load(&cfg)?;
+    let auth_table = Arc::new(auth_owner.table());
+    let mut auth_owner = Some(auth_owner);
     let timer_owner = owner_of(TIMER_TOPIC, timer::state::TIMER_QUEUE, n);
     let mut timer_progress = Some(timer::state::load_progress(&cfg.store.store_path_root_dir));
     let open_connections = Arc::new(AtomicUsize::new(0));
@@ -243,6 +252,8 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
             },
             epochs: if i == 0 { epochs.take() } else { None },
             open_connections: open_connections.clone(),
+            auth_table: auth_table.clone(),
+            auth_owner: if i == 0 { auth_owner.take() } else { None },
         }));
     }
     let parts = Arc::new(Mutex::new(parts));
@@ -292,6 +303,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         p.meta,
         p.delay_progress,
         p.completion_queues,
+        (p.auth_table, p.auth_owner),
     ));
     runtime::spawn(completion::run(shard.clone()));
     // The services that store messages run on masters only, as Java starts them; in

@@ -9,16 +9,17 @@ use super::BrokerConfig;
 use crate::store::config::FlushDiskType;
 
 /// Keys of Java's `BrokerConfig`, `MessageStoreConfig` and `NettyServerConfig` that ringmq
-/// recognises but does not act on: HA and controller, ACL and authentication, DLedger, the
+/// recognises but does not act on: HA and controller, ACL 2.0's pluggable providers, DLedger, the
 /// transient store pool, thread-pool sizing (ringmq runs one executor per core), tracing
 /// topics, POP, timer-wheel tuning and the like. Setting one changes nothing, and the start-up
 /// warning says so.
 pub const NOT_IMPLEMENTED: &[&str] = &[
-    "aclEnable",
-    "authenticationEnabled",
-    "authorizationEnabled",
     "authenticationProvider",
     "authorizationProvider",
+    "authenticationMetadataProvider",
+    "authorizationMetadataProvider",
+    "authenticationStrategy",
+    "authorizationStrategy",
     "syncMasterFlushOffsetWhenStartup",
     "enableSlaveActingMaster",
     "enableAutoInSyncReplicas",
@@ -255,6 +256,7 @@ impl BrokerConfig {
         ];
         all.extend(self.ha.properties(self.listen_addr.port(), self.broker_ip1));
         all.extend(self.metrics.properties(self.broker_ip1));
+        all.extend(self.auth.properties());
         all
     }
 
@@ -328,7 +330,7 @@ mod tests {
         let mut cfg = BrokerConfig::default();
         assert_eq!(cfg.ignored_keys_warning(), None);
         for (k, v) in [
-            ("aclEnable", "true"),
+            ("authenticationProvider", "x.Y"),
             ("enableDLegerCommitLog", "true"),
             ("noSuchKey", "1"),
             ("maxMessageSize", "1024"),
@@ -337,7 +339,7 @@ mod tests {
         }
         let w = cfg.ignored_keys_warning().unwrap();
         assert!(
-            w.contains("not implemented by ringmq: aclEnable, enableDLegerCommitLog"),
+            w.contains("not implemented by ringmq: authenticationProvider, enableDLegerCommitLog"),
             "{w}"
         );
         assert!(w.contains("unknown: noSuchKey"), "{w}");

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::constants::DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS;
 use crate::store::config::{DeleteWhen, FlushDiskType, StoreConfig};
 
+pub mod auth;
 pub mod controller_mode;
 pub mod ha;
 pub mod keys;
@@ -20,6 +21,7 @@ pub mod local_address;
 pub mod metrics;
 pub mod transaction;
 
+pub use auth::AuthConfig;
 pub use controller_mode::ControllerModeConfig;
 pub use ha::{BrokerRole, HaConfig};
 pub use limits::Limits;
@@ -91,6 +93,8 @@ pub struct BrokerConfig {
     pub controller_mode: ControllerModeConfig,
     /// The metrics exporter (see `metrics`).
     pub metrics: MetricsConfig,
+    /// Access control (see `auth`).
+    pub auth: AuthConfig,
     pub store: StoreConfig,
     /// Keys we read but do not act on.
     pub unknown: BTreeMap<String, String>,
@@ -129,6 +133,7 @@ impl Default for BrokerConfig {
             ha: HaConfig::default(),
             controller_mode: ControllerModeConfig::default(),
             metrics: MetricsConfig::default(),
+            auth: AuthConfig::default(),
             store,
             unknown: BTreeMap::new(),
         }
@@ -224,6 +229,9 @@ impl BrokerConfig {
             return done;
         }
         if let Some(done) = self.metrics.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.auth.set(key, value) {
             return done;
         }
         let s = &mut self.store;

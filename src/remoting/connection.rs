@@ -224,25 +224,37 @@ fn dispatch_frames<H: Handler>(
             }
             continue;
         }
+        if let Err(refusal) = handler.admit(info, &cmd) {
+            if let Some(out) = refusal {
+                push_out(info, shared, out);
+            }
+            continue;
+        }
         shared.inflight.set(shared.inflight.get() + 1);
         let (h, i, s) = (handler.clone(), info.clone(), shared.clone());
         runtime::spawn(async move {
             let out = h.handle(i.clone(), cmd).await;
             s.inflight.set(s.inflight.get() - 1);
             if let Some(out) = out {
-                if !s.alive.get() {
-                    return;
-                }
-                match i.outbox.try_send(out) {
-                    Ok(()) => {}
-                    Err(SendError::Full(_)) => {
-                        tracing::warn!(conn = i.id, peer = %i.peer, "outbox full, disconnecting a client that does not read");
-                        s.abort();
-                    }
-                    Err(SendError::Closed(_)) => {}
-                }
+                push_out(&i, &s, out);
             }
         });
+    }
+}
+
+/// Queues `out` on the connection's outbox; a client whose outbox is full does not read its
+/// answers and is disconnected.
+fn push_out(info: &ConnInfo, shared: &ConnShared, out: Outbound) {
+    if !shared.alive.get() {
+        return;
+    }
+    match info.outbox.try_send(out) {
+        Ok(()) => {}
+        Err(SendError::Full(_)) => {
+            tracing::warn!(conn = info.id, peer = %info.peer, "outbox full, disconnecting a client that does not read");
+            shared.abort();
+        }
+        Err(SendError::Closed(_)) => {}
     }
 }
 

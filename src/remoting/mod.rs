@@ -91,6 +91,14 @@ pub trait Handler: 'static {
         cmd: RemotingCommand,
     ) -> LocalFuture<Option<Outbound>>;
 
+    /// Decides, before the request's task is spawned, whether the request may run at all
+    /// (access control): `Err` carries what to answer instead (`None`: nothing, for a oneway
+    /// request). Runs on the connection's task, once per request; a refused request is never
+    /// handed to [`Handler::handle`].
+    fn admit(&self, _conn: &ConnInfo, _cmd: &RemotingCommand) -> Result<(), Option<Outbound>> {
+        Ok(())
+    }
+
     /// The connection closed (peer gone, error, or shutdown).
     fn closed(self: Rc<Self>, conn: &ConnInfo);
 

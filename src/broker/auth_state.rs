@@ -1,0 +1,111 @@
+//! Access control's state without a shard: which checks the config turns on
+//! ([`settings_of`]), and what shard 0 owns ([`AuthOwner`]): the users and ACLs an admin
+//! manages and ACL 1.0's `plain_acl.yml` accounts, from which every published `AuthTable` is
+//! built (`auth_gate::publish`).
+
+use std::path::{Path, PathBuf};
+
+use crate::auth::metadata::{AuthMetadata, MetadataError};
+use crate::auth::plain_acl::{self, PlainAclConfig, PlainAclError};
+use crate::auth::table::{AuthSettings, AuthTable};
+use crate::config::BrokerConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthStartError {
+    #[error("auth metadata: {0}")]
+    Metadata(#[from] MetadataError),
+    #[error("cannot read the plain ACL file {path}: {source}")]
+    ReadPlainAcl {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    PlainAcl {
+        path: PathBuf,
+        #[source]
+        source: PlainAclError,
+    },
+}
+
+/// Which checks run, from the config.
+pub fn settings_of(cfg: &BrokerConfig) -> AuthSettings {
+    AuthSettings {
+        authentication: cfg.auth.authentication(),
+        authorization: cfg.auth.authorization(),
+        cluster: cfg.broker_cluster_name.clone(),
+        authentication_whitelist: cfg.auth.authentication_whitelist.clone(),
+        authorization_whitelist: cfg.auth.authorization_whitelist.clone(),
+    }
+}
+
+/// Shard 0's access-control state: the managed users and ACLs and the ACL 1.0 file's
+/// accounts, and the version of the last table published.
+pub struct AuthOwner {
+    pub meta: AuthMetadata,
+    pub plain: Option<PlainAclConfig>,
+    pub version: u64,
+}
+
+impl AuthOwner {
+    /// Reads what the broker starts with: the managed users and ACLs from the store's config
+    /// directory, `initAuthenticationUser` added as a Super user if absent, and the plain ACL
+    /// file when `aclEnable` or `migrateAuthFromV1Enabled` asks for it. Blocking; runs before
+    /// the shards start.
+    pub fn load(cfg: &BrokerConfig) -> Result<AuthOwner, AuthStartError> {
+        let dir = cfg.store.store_path_root_dir.join("config");
+        let mut meta = AuthMetadata::load(&dir)?;
+        if let Some(init) = &cfg.auth.init_authentication_user {
+            if meta.ensure_super_user(&init.name, &init.secret) {
+                tracing::info!(user = %init.name, "initAuthenticationUser created as a Super user");
+            }
+        }
+        let home = std::env::var_os("ROCKETMQ_HOME").map(PathBuf::from);
+        let plain = match cfg.auth.plain_acl_path(home.as_deref()) {
+            Some((path, explicit)) => read_plain_acl(&path, explicit)?,
+            None => None,
+        };
+        Ok(AuthOwner {
+            meta,
+            plain,
+            version: 0,
+        })
+    }
+
+    /// The table of the present users, ACLs and plain ACL accounts.
+    pub fn table(&self) -> AuthTable {
+        let table = self.meta.table();
+        match &self.plain {
+            Some(p) => table.with_plain_acl(p),
+            None => table,
+        }
+    }
+}
+
+/// Reads and parses `plain_acl.yml`. A file at the default place may be absent; one named in
+/// the config must exist.
+fn read_plain_acl(path: &Path, explicit: bool) -> Result<Option<PlainAclConfig>, AuthStartError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+            tracing::info!(path = %path.display(), "no plain ACL file");
+            return Ok(None);
+        }
+        Err(source) => {
+            return Err(AuthStartError::ReadPlainAcl {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let parsed = plain_acl::parse(&text).map_err(|source| AuthStartError::PlainAcl {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    tracing::info!(
+        path = %path.display(),
+        accounts = parsed.accounts.len(),
+        "plain ACL file read"
+    );
+    Ok(Some(parsed))
+}
