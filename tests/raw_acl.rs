@@ -186,7 +186,7 @@ fn the_right_key_is_accepted_and_every_forgery_is_refused() {
     assert_eq!(r.code, rc::SUCCESS, "{r:?}");
     let got = records(&r.body);
     assert_eq!(got.len(), 1);
-    assert_eq!(&got[0].body[..], b"signed-1");
+    assert_eq!(got[0].body, b"signed-1");
     refused(&c.call(pull_cmd("orders", 0, 0, 0)), "unsigned pull");
     // A topic she has no rule for falls to the default DENY.
     refused(
