@@ -11,10 +11,11 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use super::authorize::decide;
-use super::model::{user_subject, Acl, User, UserStatus, UserType};
+use super::model::{user_subject, Acl, Action, ResourceType, User, UserStatus, UserType};
 use super::plain_acl::{AddressRule, PlainAclConfig};
 use super::request::checks;
 use super::signature::{self, SignatureError, ACCESS_KEY};
+use crate::protocol::codes::request_code as rc;
 use crate::protocol::command::RemotingCommand;
 
 /// Which checks run (`authenticationEnabled`/`authorizationEnabled`, or both for ACL 1.0's
@@ -24,6 +25,11 @@ use crate::protocol::command::RemotingCommand;
 pub struct AuthSettings {
     pub authentication: bool,
     pub authorization: bool,
+    /// ACL 1.0's rules (`aclEnable` without `authorizationEnabled`): only the requests ACL 1.0
+    /// checked resources for are authorized against the user's rules ([`V1_RESOURCE_CODES`]);
+    /// a request that changes what a broker holds, or touches the cluster, needs an admin
+    /// account; any other request needs only its signature.
+    pub v1_rules: bool,
     pub cluster: String,
     pub authentication_whitelist: Vec<i32>,
     pub authorization_whitelist: Vec<i32>,
@@ -37,6 +43,23 @@ pub enum AuthRefusal {
     #[error("{0}")]
     Authorization(String),
 }
+
+/// The requests ACL 1.0 (`PlainAccessResource.parse`) checks against an account's topic and
+/// group permissions.
+pub const V1_RESOURCE_CODES: &[i32] = &[
+    rc::SEND_MESSAGE,
+    rc::SEND_MESSAGE_V2,
+    rc::SEND_BATCH_MESSAGE,
+    rc::RECALL_MESSAGE,
+    rc::CONSUMER_SEND_MSG_BACK,
+    rc::PULL_MESSAGE,
+    rc::LITE_PULL_MESSAGE,
+    rc::QUERY_MESSAGE,
+    rc::HEART_BEAT,
+    rc::UNREGISTER_CLIENT,
+    rc::GET_CONSUMER_LIST_BY_GROUP,
+    rc::UPDATE_CONSUMER_OFFSET,
+];
 
 #[derive(Clone, Debug, Default)]
 pub struct AuthTable {
@@ -166,6 +189,22 @@ impl AuthTable {
         };
         let wanted = checks(cmd, &settings.cluster)
             .map_err(|_| AuthRefusal::Authorization("parse authorization context error.".into()))?;
+        if settings.v1_rules && !V1_RESOURCE_CODES.contains(&cmd.code) {
+            let changes_or_cluster = wanted.iter().any(|c| {
+                c.kind == ResourceType::Cluster
+                    || c.actions
+                        .iter()
+                        .any(|a| matches!(a, Action::Create | Action::Update | Action::Delete))
+            });
+            if changes_or_cluster {
+                let name = user.map(|u| u.username.as_str()).unwrap_or_default();
+                return Err(AuthRefusal::Authorization(format!(
+                    "Need admin permission for request code={}, but accessKey={name} is not",
+                    cmd.code
+                )));
+            }
+            return Ok(());
+        }
         let acl = user.and_then(|u| self.acls.get(&user_subject(&u.username)));
         for c in &wanted {
             let requested = c.requested();

@@ -33,6 +33,7 @@ pub fn settings_of(cfg: &BrokerConfig) -> AuthSettings {
     AuthSettings {
         authentication: cfg.auth.authentication(),
         authorization: cfg.auth.authorization(),
+        v1_rules: cfg.auth.acl_enable && !cfg.auth.authorization_enabled,
         cluster: cfg.broker_cluster_name.clone(),
         authentication_whitelist: cfg.auth.authentication_whitelist.clone(),
         authorization_whitelist: cfg.auth.authorization_whitelist.clone(),

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use cheetah_string::CheetahString;
 use rocketmq_client_rust::{
-    ClientConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
-    ConsumeOrderlyStatus, DefaultLitePullConsumer, DefaultMQAdminExt, DefaultMQProducer,
-    DefaultMQPushConsumer, MQPushConsumer, SendResult,
+    AclClientRPCHook, ClientConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext, ConsumeOrderlyStatus, DefaultLitePullConsumer, DefaultMQAdminExt,
+    DefaultMQProducer, DefaultMQPushConsumer, MQPushConsumer, SendResult, SessionCredentials,
 };
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::message_ext::MessageExt;
@@ -26,6 +26,28 @@ pub async fn producer(namesrv: &str) -> DefaultMQProducer {
         .name_server_addr(namesrv.to_string())
         .send_msg_timeout(5_000);
     start_producer(builder.build()).await
+}
+
+/// A started producer whose requests are signed with `access_key` and `secret_key`.
+pub async fn signed_producer(
+    namesrv: &str,
+    access_key: &str,
+    secret_key: &str,
+) -> DefaultMQProducer {
+    let builder = DefaultMQProducer::builder(client_runtime("producer"))
+        .producer_group(unique_group("producer"))
+        .name_server_addr(namesrv.to_string())
+        .send_msg_timeout(5_000)
+        .rpc_hook(acl_hook(access_key, secret_key));
+    start_producer(builder.build()).await
+}
+
+/// Java's `AclClientRPCHook` with these keys.
+fn acl_hook(access_key: &str, secret_key: &str) -> std::sync::Arc<AclClientRPCHook> {
+    std::sync::Arc::new(AclClientRPCHook::new(SessionCredentials::with_keys(
+        access_key.to_string(),
+        secret_key.to_string(),
+    )))
 }
 
 /// Starts a producer built by the caller (custom options), with a timeout.
@@ -201,6 +223,8 @@ pub struct PushSpec {
     /// Label stamped into [`Received::consumer_no`].
     pub consumer_no: usize,
     pub consume_from_where: ConsumeFromWhere,
+    /// An access key and secret key every request is signed with (`AclClientRPCHook`).
+    pub credentials: Option<(String, String)>,
 }
 
 impl PushSpec {
@@ -213,6 +237,7 @@ impl PushSpec {
             broadcasting: false,
             consumer_no: 0,
             consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            credentials: None,
         }
     }
 }
@@ -243,6 +268,9 @@ pub async fn push_consumer_with(namesrv: &str, spec: PushSpec) -> (DefaultMQPush
         builder = builder.message_model(
             serde_json::from_str("\"BROADCASTING\"").expect("MessageModel deserializes"),
         );
+    }
+    if let Some((ak, sk)) = &spec.credentials {
+        builder = builder.rpc_hook(Some(acl_hook(ak, sk)));
     }
     let mut consumer = builder
         .name_server_addr(namesrv.to_string())

@@ -55,6 +55,9 @@ def parse_args(add_arguments=None):
     parser.add_argument("--log-dir", required=True)
     parser.add_argument("--queues", type=int, required=True)
     parser.add_argument("--deadline-s", type=float, default=40.0)
+    # A session credential every client of the scenario signs its requests with.
+    parser.add_argument("--access-key")
+    parser.add_argument("--secret-key")
     if add_arguments:
         add_arguments(parser)
     args = parser.parse_args()
@@ -103,10 +106,20 @@ def message(topic, keys, tags, body, case=None):
     return msg
 
 
-def start_producer(args, group_suffix="_P"):
+def sign_with(client, access_key, secret_key):
+    """The C++ client's session credential (its channel is Java's default, ALIYUN)."""
+    if access_key is not None:
+        client.set_session_credentials(access_key, secret_key or "", "ALIYUN")
+
+
+def start_producer(args, group_suffix="_P", access_key=None, secret_key=None):
+    """A started producer, signing with the given key or else the scenario's."""
     producer = Producer(args.group + group_suffix, timeout=5000)
     producer.set_namesrv_addr(args.namesrv)
     producer.set_log_root_path(args.log_dir)
+    if access_key is None:
+        access_key, secret_key = args.access_key, args.secret_key
+    sign_with(producer, access_key, secret_key)
     producer.start()
     return producer
 
@@ -148,6 +161,7 @@ def start_push_consumer(args, expression, on_message=None, orderly=False):
     consumer.set_log_root_path(args.log_dir)
     consumer.set_thread_count(2)
     consumer.set_message_batch_max_size(1)
+    sign_with(consumer, args.access_key, args.secret_key)
     inbox = Inbox()
 
     def callback(_consumer, handle):

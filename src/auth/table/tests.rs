@@ -122,6 +122,52 @@ fn admin_requests_need_the_cluster() {
     );
 }
 
+/// ACL 1.0's rules: the requests 1.0 checked resources for are authorized; one that changes
+/// the broker or touches the cluster needs an admin; any other needs only its signature.
+#[test]
+fn v1_rules() {
+    let t = table();
+    let s = AuthSettings {
+        v1_rules: true,
+        ..settings()
+    };
+    let signed = |code: i32, fields: &[(&str, &str)]| {
+        let mut c = RemotingCommand::new_request(code);
+        for (k, v) in fields {
+            c.set_ext(k, *v);
+        }
+        c.set_ext(ACCESS_KEY, "alice");
+        let sig = sign("alice-secret", &c.ext_fields, &c.body).unwrap();
+        c.set_ext(SIGNATURE, sig);
+        c
+    };
+    assert_eq!(
+        t.check(&s, &send("orders", Some(("alice", "alice-secret"))), peer()),
+        Ok(())
+    );
+    assert!(t
+        .check(
+            &s,
+            &send("billing", Some(("alice", "alice-secret"))),
+            peer()
+        )
+        .is_err());
+    let max = signed(
+        rc::GET_MAX_OFFSET,
+        &[("topic", "billing"), ("queueId", "0")],
+    );
+    assert_eq!(t.check(&s, &max, peer()), Ok(()));
+    let create = signed(rc::UPDATE_AND_CREATE_TOPIC, &[("topic", "t")]);
+    assert_eq!(
+        t.check(&s, &create, peer()).unwrap_err().to_string(),
+        "Need admin permission for request code=17, but accessKey=alice is not"
+    );
+    let config = signed(rc::UPDATE_BROKER_CONFIG, &[]);
+    assert!(t.check(&s, &config, peer()).is_err());
+    let unsigned = RemotingCommand::new_request(rc::GET_MAX_OFFSET);
+    assert!(t.check(&s, &unsigned, peer()).is_err());
+}
+
 #[test]
 fn switches_and_whitelists() {
     let t = table();
