@@ -13,6 +13,8 @@
 # BENCH [ringmq-bench of the release target dir]. Medians of throughput and of p99 latency.
 # B_OPTS: extra `serve` arguments for build B only (e.g. "-o metricsExporterType=PROM");
 # SCRAPE_B: a URL fetched every second while build B runs (e.g. its metrics endpoint).
+# BENCH_OPTS: extra ringmq-bench arguments for both builds' runs (e.g. "--no-uniq-key
+# --access-key K --secret-key S" to sign every request).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=${1:?usage: scripts/bench-ab.sh OLD_RINGMQ NEW_RINGMQ}
@@ -76,7 +78,7 @@ run_one() { # label binary workload
     scraper=$!
   fi
   # shellcheck disable=SC2046
-  "$BENCH" $(args_of "$3") --broker-pid "$BROKER_PID" --label "$1" 2>>"$OUT/$1-$3.bench.log" \
+  "$BENCH" $(args_of "$3") ${BENCH_OPTS:-} --broker-pid "$BROKER_PID" --label "$1" 2>>"$OUT/$1-$3.bench.log" \
     | tail -1 >>"$OUT/$3.jsonl"
   [[ -n $scraper ]] && { kill "$scraper" 2>/dev/null || true; wait "$scraper" 2>/dev/null || true; }
   stop

@@ -142,6 +142,14 @@ struct Args {
     /// Do not put a UNIQ_KEY property on messages (the broker then generates one).
     #[arg(long)]
     no_uniq_key: bool,
+    /// Sign every request to brokers as this user (RocketMQ's AccessKey/Signature, as Java's
+    /// AclClientRPCHook does). Send and batch modes with --no-uniq-key only: each request is
+    /// signed once, when its template is built.
+    #[arg(long, requires = "secret_key")]
+    access_key: Option<String>,
+    /// The secret key --access-key signs with.
+    #[arg(long, requires = "access_key")]
+    secret_key: Option<String>,
     /// Sink mode: address to listen on.
     #[arg(long, default_value = "127.0.0.1:19876")]
     listen: String,
@@ -238,10 +246,17 @@ fn validate(a: &Args) -> Result<(), String> {
     if a.mode == Mode::Batch && a.rate.is_some() {
         return Err("--rate is for send, oneway and e2e".into());
     }
+    if a.access_key.is_some() && (!matches!(a.mode, Mode::Send | Mode::Batch) || !a.no_uniq_key) {
+        return Err(
+            "--access-key signs each request once: it needs send or batch mode and --no-uniq-key"
+                .into(),
+        );
+    }
     Ok(())
 }
 
 fn run(a: &Args) -> Result<Summary, String> {
+    wire::sign_calls_with(credentials(a));
     validate(a)?;
     let timeout = Duration::from_secs_f64(a.timeout);
     let target = route::resolve(
@@ -274,6 +289,11 @@ fn run(a: &Args) -> Result<Summary, String> {
     Ok(s)
 }
 
+/// The access key and secret key requests are signed with, if any.
+fn credentials(a: &Args) -> Option<(String, String)> {
+    a.access_key.clone().zip(a.secret_key.clone())
+}
+
 fn send_plan(a: &Args, t: &Target, kind: SendKind) -> SendPlan {
     SendPlan {
         broker: t.broker.clone(),
@@ -284,6 +304,7 @@ fn send_plan(a: &Args, t: &Target, kind: SendKind) -> SendPlan {
             body_size: a.size,
             uniq_key: !a.no_uniq_key,
             uniq_prefix: String::new(),
+            credentials: credentials(a),
         },
         queues: t.queues,
         connections: a.connections,

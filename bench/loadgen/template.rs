@@ -8,6 +8,7 @@
 //! (the body is lowercase letters, the sentinels are digits and uppercase hex).
 
 use bytes::{Bytes, BytesMut};
+use ringmq::auth::signature::sign_request;
 use ringmq::protocol::batch::{encode_batch, BatchEntry};
 use ringmq::protocol::codes::request_code;
 use ringmq::protocol::headers::SendMessageRequestHeader;
@@ -53,6 +54,9 @@ pub struct TemplateSpec {
     pub uniq_key: bool,
     /// 20 hex digits unique to this connection (prefix of every UNIQ_KEY).
     pub uniq_prefix: String,
+    /// Access key and secret key to sign the request with (then `uniq_key` must be off: the
+    /// signature covers every header field, so a patched one would no longer match).
+    pub credentials: Option<(String, String)>,
 }
 
 /// One encoded request frame (length prefix included) plus where to patch it.
@@ -108,6 +112,12 @@ impl Template {
         cmd.opaque = OPAQUE_SENTINEL;
         if spec.kind == SendKind::Oneway {
             cmd.set_oneway();
+        }
+        if let Some((ak, sk)) = &spec.credentials {
+            if spec.uniq_key {
+                return Err("a signed template cannot carry a patched UNIQ_KEY".to_owned());
+            }
+            sign_request(&mut cmd, ak, sk).map_err(|e| format!("sign: {e}"))?;
         }
         let mut out = BytesMut::new();
         cmd.encode(&mut out).map_err(|e| format!("encode: {e}"))?;
@@ -241,6 +251,7 @@ mod tests {
             group: "g".into(),
             body_size: 100,
             uniq_key: true,
+            credentials: None,
             uniq_prefix: uniq_prefix(3, 0xABCD),
         }
     }
@@ -321,6 +332,23 @@ mod tests {
         t.set_uniq(5);
         let cmd = decode(&t);
         assert_eq!(properties::get(cmd.ext("i").unwrap(), keys::UNIQ_KEY), None);
+    }
+
+    /// A signed template carries AccessKey and a Signature the broker's check accepts, after
+    /// its opaque is patched (the opaque is not signed); with UNIQ_KEY patching it is refused.
+    #[test]
+    fn signed_template() {
+        let mut s = spec(SendKind::Batch(4));
+        s.uniq_key = false;
+        s.credentials = Some(("bench".into(), "bench-secret".into()));
+        let mut t = Template::build(&s, 0, 0).unwrap();
+        t.set_opaque(OPAQUE_BASE + 77);
+        let cmd = decode(&t);
+        assert_eq!(cmd.ext("AccessKey"), Some("bench"));
+        ringmq::auth::signature::verify("bench-secret", &cmd.ext_fields, &cmd.body, cmd.version)
+            .expect("the broker's check accepts it");
+        s.uniq_key = true;
+        assert!(Template::build(&s, 0, 0).is_err());
     }
 
     /// Opaques outside the fixed-width range are a programming error.

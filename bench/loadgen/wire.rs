@@ -8,9 +8,11 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use ringmq::auth::signature::sign_request;
 use ringmq::constants::MAX_FRAME_LEN;
 use ringmq::protocol::frame::peek_frame_len;
 use ringmq::protocol::RemotingCommand;
@@ -277,6 +279,14 @@ pub fn body_start(frame: &[u8]) -> Result<usize, String> {
 }
 
 /// A connection for occasional synchronous requests (routes, topic creation, offsets).
+/// The credentials every [`RpcConn::call`] signs its request with (`--access-key`); set once.
+static CALL_CREDENTIALS: OnceLock<Option<(String, String)>> = OnceLock::new();
+
+/// Signs every later [`RpcConn::call`] with these credentials (none: unsigned). First call wins.
+pub fn sign_calls_with(credentials: Option<(String, String)>) {
+    let _ = CALL_CREDENTIALS.set(credentials);
+}
+
 pub struct RpcConn {
     pub addr: String,
     writer: TcpStream,
@@ -303,6 +313,16 @@ impl RpcConn {
     /// Sends `cmd` and waits for the response with the same opaque (other frames are skipped).
     pub fn call(&mut self, cmd: &RemotingCommand) -> Result<RemotingCommand, String> {
         let mut out = BytesMut::new();
+        let signed;
+        let cmd = match CALL_CREDENTIALS.get() {
+            Some(Some((ak, sk))) => {
+                let mut c = cmd.clone();
+                sign_request(&mut c, ak, sk).map_err(|e| format!("sign: {e}"))?;
+                signed = c;
+                &signed
+            }
+            _ => cmd,
+        };
         cmd.encode(&mut out)
             .map_err(|e| format!("encode request {}: {e}", cmd.code))?;
         self.writer
