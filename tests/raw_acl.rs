@@ -322,3 +322,41 @@ fn a_bad_plain_acl_file_stops_start_up() {
         assert!(err.contains(&file.display().to_string()), "{err}");
     }
 }
+
+/// An edited plain_acl.yml takes effect without a restart; one that no longer parses leaves
+/// the accounts read before in force.
+#[test]
+fn an_edited_plain_acl_file_is_read_again() {
+    let (broker, conf) = start(PLAIN_ACL, &[], None);
+    let file = conf.path().join("plain_acl.yml");
+    let mut c = Conn::connect(broker.broker);
+    assert_eq!(
+        c.call(signed(create_topic_cmd("audit", 4), OPS)).code,
+        rc::SUCCESS
+    );
+    refused(
+        &c.call(signed(send_cmd("audit", 0, b"before", ""), ALICE)),
+        "audit is SUB only",
+    );
+    std::fs::write(&file, PLAIN_ACL.replace("audit=SUB", "audit=PUB")).expect("edit");
+    let until = |want: i32, c: &mut Conn| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let r = c.call(signed(send_cmd("audit", 0, b"after", ""), ALICE));
+            if r.code == want {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "still {r:?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    until(rc::SUCCESS, &mut c);
+    std::fs::write(&file, "accounts: [ {accessKey: broken").expect("break");
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        c.call(signed(send_cmd("audit", 0, b"kept", ""), ALICE))
+            .code,
+        rc::SUCCESS,
+        "a broken file leaves the last good accounts"
+    );
+}

@@ -7,7 +7,9 @@
 //!
 //! After each change to the users and ACLs shard 0 owns (`auth_state::AuthOwner`), it builds
 //! a new immutable `AuthTable` and [`publish`]es it to every shard, which checks requests
-//! against its copy without a lock.
+//! against its copy without a lock. [`watch_plain_acl`] reads `plain_acl.yml` again when the
+//! file changes, as Java 1.0 does; a file that no longer parses keeps the accounts in force and
+//! is logged.
 
 use std::cell::Cell;
 use std::net::SocketAddr;
@@ -16,14 +18,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::auth::table::AuthRefusal;
+use crate::broker::auth_state::{file_stamp, reread_plain_acl};
 use crate::broker::shard::Shard;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::RemotingCommand;
 use crate::remoting::{encode_frame, Outbound};
+use crate::runtime;
 
 /// At most this many refusals are logged per shard per window; the others are counted.
 pub const REFUSAL_LOG_BURST: u32 = 20;
 pub const REFUSAL_LOG_WINDOW: Duration = Duration::from_secs(10);
+/// How often shard 0 looks at `plain_acl.yml`'s modification time.
+pub const PLAIN_ACL_CHECK_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Checks one request from `peer`: `Ok` lets it through; `Err` carries the refusal to send
 /// (`None` for a oneway request, which gets no answer).
@@ -110,6 +116,48 @@ pub async fn publish(s0: &Rc<Shard>) {
             .await
         {
             tracing::error!(shard = i, error = %e, "cannot publish the auth table");
+        }
+    }
+}
+
+/// Shard 0's task: reads `plain_acl.yml` again whenever its modification time or length
+/// changes, and publishes the new accounts. Runs only when the file is read at all.
+pub async fn watch_plain_acl(s0: Rc<Shard>) {
+    let Some(Some(path)) = s0.with_auth_owner(|o| o.plain_path.clone()) else {
+        return;
+    };
+    loop {
+        runtime::sleep(PLAIN_ACL_CHECK_INTERVAL).await;
+        if s0.is_stopping() {
+            return;
+        }
+        let known = s0.with_auth_owner(|o| o.plain_stamp).flatten();
+        let p = path.clone();
+        let read = runtime::spawn_blocking(move || {
+            let now = file_stamp(&p);
+            if now.is_none() || now == known {
+                return (now, None);
+            }
+            (now, Some(reread_plain_acl(&p)))
+        })
+        .await;
+        let (stamp, reread) = read;
+        match reread {
+            None => {}
+            Some(Ok(plain)) => {
+                let accounts = plain.accounts.len();
+                s0.with_auth_owner(|o| {
+                    o.plain = Some(plain);
+                    o.plain_stamp = stamp;
+                });
+                publish(&s0).await;
+                tracing::info!(path = %path.display(), accounts, "plain ACL file changed: read again");
+            }
+            Some(Err(e)) => {
+                // Logged once per version of the file; the accounts read before stay in force.
+                s0.with_auth_owner(|o| o.plain_stamp = stamp);
+                tracing::error!(error = %e, "plain ACL file changed but cannot be used; the previous accounts stay in force");
+            }
         }
     }
 }

@@ -45,7 +45,25 @@ pub fn settings_of(cfg: &BrokerConfig) -> AuthSettings {
 pub struct AuthOwner {
     pub meta: AuthMetadata,
     pub plain: Option<PlainAclConfig>,
+    /// Where `plain_acl.yml` is read from (when it is read at all), and the modification time
+    /// and length it had when last read, so a change can be noticed and the file read again.
+    pub plain_path: Option<PathBuf>,
+    pub plain_stamp: Option<FileStamp>,
     pub version: u64,
+}
+
+/// A file's modification time and length.
+pub type FileStamp = (std::time::SystemTime, u64);
+
+/// `path`'s stamp now; `None` when it cannot be read. Blocking.
+pub fn file_stamp(path: &Path) -> Option<FileStamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// Reads `plain_acl.yml` again after a change (a missing file is an error here). Blocking.
+pub fn reread_plain_acl(path: &Path) -> Result<PlainAclConfig, AuthStartError> {
+    read_plain_acl(path, true).map(|p| p.unwrap_or_default())
 }
 
 impl AuthOwner {
@@ -62,13 +80,15 @@ impl AuthOwner {
             }
         }
         let home = std::env::var_os("ROCKETMQ_HOME").map(PathBuf::from);
-        let plain = match cfg.auth.plain_acl_path(home.as_deref()) {
-            Some((path, explicit)) => read_plain_acl(&path, explicit)?,
-            None => None,
+        let (plain, plain_path) = match cfg.auth.plain_acl_path(home.as_deref()) {
+            Some((path, explicit)) => (read_plain_acl(&path, explicit)?, Some(path)),
+            None => (None, None),
         };
         Ok(AuthOwner {
             meta,
             plain,
+            plain_stamp: plain_path.as_deref().and_then(file_stamp),
+            plain_path,
             version: 0,
         })
     }

@@ -319,6 +319,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
     crate::broker::clean::start(&shard);
     if is_meta {
         topic_manager::topics_changed(&shard);
+        runtime::spawn(crate::broker::auth_gate::watch_plain_acl(shard.clone()));
         let learned: register::LearnedMaster = Rc::default();
         let master: register::MasterAddr = Rc::default();
         if shard.ctx.cfg.controller_mode.enabled {
