@@ -237,7 +237,9 @@ impl Exposition {
 
     fn encode_consumers(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s = &self.snap;
-        let (mut lag, mut latency) = (Vec::new(), Vec::new());
+        let ms = Unit::Other("milliseconds".into());
+        // lag, lag latency, inflight, queueing latency, ready: one series each, same labels.
+        let mut series: [Vec<(Labels, i64)>; 5] = Default::default();
         for ((group, topic), l) in &s.lag {
             let labels: Labels = vec![
                 ("consumer_group", Cow::Borrowed(group.as_str())),
@@ -245,23 +247,47 @@ impl Exposition {
                 ("is_retry", b(is_retry(topic))),
                 ("is_system", b(is_system(topic, group))),
             ];
-            lag.push((labels.clone(), l.messages as i64));
-            latency.push((labels, l.latency_ms));
+            let values = [
+                l.messages as i64,
+                l.latency_ms,
+                l.inflight as i64,
+                l.queueing_ms,
+                l.ready as i64,
+            ];
+            for (points, v) in series.iter_mut().zip(values) {
+                points.push((labels.clone(), v));
+            }
         }
-        gauge(
-            e,
-            "rocketmq_consumer_lag_messages",
-            "Messages stored but not yet consumed (committed) by the group",
-            None,
-            &lag,
-        )?;
-        gauge(
-            e,
-            "rocketmq_consumer_lag_latency",
-            "Age of the group's oldest unconsumed message",
-            Some(&Unit::Other("milliseconds".into())),
-            &latency,
-        )?;
+        let described = [
+            (
+                "rocketmq_consumer_lag_messages",
+                "Messages stored but not yet consumed (committed) by the group",
+                None,
+            ),
+            (
+                "rocketmq_consumer_lag_latency",
+                "Age of the group's oldest unconsumed message",
+                Some(&ms),
+            ),
+            (
+                "rocketmq_consumer_inflight_messages",
+                "Messages pulled by the group but not yet committed",
+                None,
+            ),
+            (
+                "rocketmq_consumer_queueing_latency",
+                "Age of the group's oldest message not yet pulled",
+                Some(&ms),
+            ),
+            (
+                "rocketmq_consumer_ready_messages",
+                "Messages stored but not yet pulled by the group",
+                None,
+            ),
+        ];
+        for ((name, help, unit), points) in described.into_iter().zip(&series) {
+            gauge(e, name, help, unit, points)?;
+        }
         let producers: Vec<_> = s
             .meta
             .producers
@@ -642,6 +668,9 @@ mod tests {
             Lag {
                 messages: 5,
                 latency_ms: 1200,
+                inflight: 2,
+                ready: 3,
+                queueing_ms: 700,
             },
         );
         snap.meta.topics = 3;
@@ -659,6 +688,13 @@ mod tests {
             "consumer_group=\"G\",topic=\"%RETRY%G\",is_retry=\"true\",is_system=\"false\"} 5"
         ));
         assert!(line(&text, "rocketmq_consumer_lag_latency_milliseconds{").ends_with(" 1200"));
+        assert!(
+            line(&text, "rocketmq_consumer_inflight_messages{").ends_with(
+                "consumer_group=\"G\",topic=\"%RETRY%G\",is_retry=\"true\",is_system=\"false\"} 2"
+            )
+        );
+        assert!(line(&text, "rocketmq_consumer_ready_messages{").ends_with(" 3"));
+        assert!(line(&text, "rocketmq_consumer_queueing_latency_milliseconds{").ends_with(" 700"));
         assert!(line(&text, "rocketmq_topic_number{").ends_with(" 3"));
         assert!(line(&text, "rocketmq_broker_permission{").ends_with(" 6"));
         assert!(line(&text, "rocketmq_producer_connections{")

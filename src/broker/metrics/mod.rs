@@ -14,6 +14,7 @@
 
 pub mod code_names;
 pub mod exposition;
+pub mod pulled;
 pub mod record;
 pub mod snapshot;
 
@@ -83,8 +84,7 @@ async fn broker_figures(s0: &Rc<Shard>, sources: &Sources) -> BrokerFigures {
     BrokerFigures {
         permission: BROKER_PERMISSION,
         storage_size_bytes: disk.ok().map(|d| d.used_bytes),
-        // ringmq's writer does not publish how far its flush has come.
-        flush_behind_bytes: None,
+        flush_behind_bytes: Some(ctx.writer.flush_behind_bytes()),
         // A record is published only with its consume-queue units (ARCHITECTURE's data flow).
         dispatch_behind_bytes: 0,
         reserve_time_ms: (earliest >= 0).then(|| crate::common::now_ms() - earliest),
