@@ -437,3 +437,39 @@ fn flush_behind_moves_and_settles_at_zero() {
     assert!(seen.iter().any(|v| *v > 0.0), "never behind: {seen:?}");
     scrape_until(port, "flush behind back to 0", |t| behind(t) == Some(0.0));
 }
+
+/// Topic and group creations are timed in Java's histograms: one topic created and one refused
+/// (an illegal name) count under `invocation_status` success and failure, a group created under
+/// success, each with Java's buckets.
+#[test]
+fn creations_are_timed() {
+    use raw_support::{create_topic_cmd, Conn, RawBroker};
+    use ringmq::protocol::codes::{request_code as req, response_code as rc};
+    use ringmq::protocol::RemotingCommand;
+
+    let port = raw_support::controller::free_ports(1)[0];
+    let port_opt = format!("metricsPromExporterPort={port}");
+    let b = RawBroker::start(&["metricsExporterType=PROM", &port_opt]);
+    let mut c = Conn::connect(b.broker);
+    assert_eq!(c.call(create_topic_cmd("CreateT", 1)).code, rc::SUCCESS);
+    assert_ne!(c.call(create_topic_cmd("bad topic!", 1)).code, rc::SUCCESS);
+    let r = c.call(
+        RemotingCommand::new_request(req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+            .with_body(r#"{"groupName":"CreateG"}"#),
+    );
+    assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    let text = scrape(port);
+    let topic = "rocketmq_topic_create_execution_time_milliseconds_count";
+    let ok = ["invocation_status=\"success\"", "is_system=\"false\""];
+    assert_eq!(value(&text, topic, &ok), Some(1.0), "{text}");
+    let failed = ["invocation_status=\"failure\""];
+    assert_eq!(value(&text, topic, &failed), Some(1.0), "{text}");
+    let group = "rocketmq_consumer_group_create_execution_time_milliseconds_count";
+    let ok = ["invocation_status=\"success\""];
+    assert_eq!(value(&text, group, &ok), Some(1.0), "{text}");
+    assert!(
+        text.contains("rocketmq_topic_create_execution_time_milliseconds_bucket{")
+            && text.contains("le=\"5000.0\""),
+        "{text}"
+    );
+}

@@ -23,7 +23,8 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::broker::metadata::topic_validator::is_system_topic;
 use crate::broker::metrics::code_names::{request_code_name, response_code_name};
 use crate::broker::metrics::record::{
-    Hist, MessageType, HIST_SLOTS, MESSAGE_SIZE_BOUNDS, RPC_LATENCY_BOUNDS_MS,
+    Hist, MessageType, CREATE_TIME_BOUNDS_MS, HIST_SLOTS, MESSAGE_SIZE_BOUNDS,
+    RPC_LATENCY_BOUNDS_MS,
 };
 use crate::broker::metrics::snapshot::{is_retry, is_system, is_system_group, Snapshot};
 use crate::writer::batch_stats::{BatchFigures, BATCH_RECORD_BOUNDS};
@@ -231,6 +232,42 @@ impl Exposition {
                 ("result", Cow::Borrowed(k.result.label())),
             ];
             histogram_point(&mut m, &labels, &RPC_LATENCY_BOUNDS_MS, h)?;
+        }
+        Ok(())
+    }
+
+    /// The creation-time histograms, a point for each outcome seen.
+    fn encode_creations(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let unit = Unit::Other("milliseconds".into());
+        let status = |ok: usize| Cow::Borrowed(if ok == 1 { "success" } else { "failure" });
+        let mut m = e.encode_descriptor(
+            "rocketmq_topic_create_execution_time",
+            "Time to create or update a topic",
+            Some(&unit),
+            MetricType::Histogram,
+        )?;
+        for (ok, by_system) in self.snap.topic_creates.iter().enumerate() {
+            for (system, h) in by_system.iter().enumerate() {
+                if h.count() > 0 {
+                    let labels: Labels = vec![
+                        ("invocation_status", status(ok)),
+                        ("is_system", b(system == 1)),
+                    ];
+                    histogram_point(&mut m, &labels, &CREATE_TIME_BOUNDS_MS, h)?;
+                }
+            }
+        }
+        let mut m = e.encode_descriptor(
+            "rocketmq_consumer_group_create_execution_time",
+            "Time to create or update a subscription group",
+            Some(&unit),
+            MetricType::Histogram,
+        )?;
+        for (ok, h) in self.snap.group_creates.iter().enumerate() {
+            if h.count() > 0 {
+                let labels: Labels = vec![("invocation_status", status(ok))];
+                histogram_point(&mut m, &labels, &CREATE_TIME_BOUNDS_MS, h)?;
+            }
         }
         Ok(())
     }
@@ -514,6 +551,7 @@ impl Collector for Exposition {
     fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         self.encode_messages(&mut e)?;
         self.encode_rpc(&mut e)?;
+        self.encode_creations(&mut e)?;
         self.encode_consumers(&mut e)?;
         self.encode_broker(&mut e)
     }
@@ -709,6 +747,10 @@ mod tests {
         );
         assert!(text.contains(",shard=\"1\"} 3\n"), "{text}");
         assert!(line(&text, "ringmq_group_commit_rounds_total{").ends_with(" 2"));
+        assert!(
+            !text.contains("rocketmq_topic_create_execution_time_milliseconds_count{"),
+            "no creation seen, no point: {text}"
+        );
         assert!(line(&text, "ringmq_group_commit_sync_microseconds_total{").ends_with(" 500"));
     }
 }

@@ -28,6 +28,7 @@ use crate::broker::error::BrokerError;
 use crate::broker::metrics::exposition::{BrokerFigures, Exposition};
 use crate::broker::metrics::record::{RpcKey, RpcResult};
 use crate::broker::shard::Shard;
+use crate::protocol::RemotingCommand;
 use crate::remoting::Outbound;
 use crate::runtime;
 use crate::runtime::net::{Listener, Stream};
@@ -150,6 +151,20 @@ impl RpcTimer {
         };
         record::rpc(key, elapsed_ms);
     }
+}
+
+/// Runs a topic's or subscription group's creation, recording how long it took and whether it
+/// succeeded (Java's `rocketmq_topic_create_execution_time` and
+/// `rocketmq_consumer_group_create_execution_time`).
+pub async fn timed_creation(
+    what: record::Creation,
+    create: impl std::future::Future<Output = Result<RemotingCommand, BrokerError>>,
+) -> Result<RemotingCommand, BrokerError> {
+    let started = Instant::now();
+    let r = create.await;
+    let succeeded = matches!(&r, Ok(c) if c.code == crate::protocol::codes::response_code::SUCCESS);
+    record::created(what, succeeded, started.elapsed().as_secs_f64() * 1000.0);
+    r
 }
 
 /// The response code of an encoded response: the first field of ringmq's JSON header, or the

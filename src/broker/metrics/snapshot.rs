@@ -62,6 +62,9 @@ pub struct Snapshot {
     pub decisions: BTreeMap<String, (u64, u64)>,
     /// (group, topic) -> lag.
     pub lag: BTreeMap<(String, String), Lag>,
+    /// Creation times, as `record::ShardFigures` keeps them.
+    pub topic_creates: [[Hist; 2]; 2],
+    pub group_creates: [Hist; 2],
     pub dropped: u64,
     pub meta: MetaFigures,
 }
@@ -100,6 +103,14 @@ impl Snapshot {
             l.inflight += v.inflight;
             l.ready += v.ready;
             l.queueing_ms = l.queueing_ms.max(v.queueing_ms);
+        }
+        for (a, b) in self.topic_creates.iter_mut().zip(&o.topic_creates) {
+            for (a, b) in a.iter_mut().zip(b) {
+                a.add(b);
+            }
+        }
+        for (a, b) in self.group_creates.iter_mut().zip(&o.group_creates) {
+            a.add(b);
         }
         self.dropped += o.dropped;
         if o.meta != MetaFigures::default() {
@@ -280,6 +291,8 @@ pub fn shard_snapshot(s: &Shard, full: bool) -> Snapshot {
             .iter()
             .map(|(k, v)| (k.to_string(), *v))
             .collect(),
+        topic_creates: f.topic_creates,
+        group_creates: f.group_creates,
         dropped: f.dropped,
         ..Snapshot::default()
     });
