@@ -473,3 +473,63 @@ fn creations_are_timed() {
         "{text}"
     );
 }
+
+/// `rocketmq_half_messages{topic}` counts the transactional messages not yet decided: 3 prepared
+/// sends make 3, a commit and a rollback leave 1; after a restart the open one is still counted
+/// (found in the half queue), and its commit makes 0.
+#[test]
+fn half_messages_follow_decisions_and_restarts() {
+    use raw_support::{create_topic_cmd, send_cmd, Conn, RawBroker};
+    use ringmq::protocol::codes::{request_code as req, response_code as rc};
+    use ringmq::protocol::RemotingCommand;
+
+    const T: &str = "HalfT";
+    let port = raw_support::controller::free_ports(1)[0];
+    let port_opt = format!("metricsPromExporterPort={port}");
+    let opts = ["metricsExporterType=PROM", port_opt.as_str()];
+    let b = RawBroker::start(&opts);
+    let mut c = Conn::connect(b.broker);
+    assert_eq!(c.call(create_topic_cmd(T, 1)).code, rc::SUCCESS);
+    // (queue offset, commit-log offset) of each half message.
+    let mut halves = Vec::new();
+    for i in 0..3 {
+        let props = format!("TRAN_MSG\u{1}true\u{2}PGROUP\u{1}pg\u{2}UNIQ_KEY\u{1}HalfU{i}\u{2}");
+        let r = c.call(send_cmd(T, 0, format!("tx-{i}").as_bytes(), &props));
+        assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+        let queue_offset: i64 = r.ext("queueOffset").unwrap().parse().unwrap();
+        let id = r.ext("msgId").unwrap();
+        let phy = i64::from_str_radix(&id[id.len() - 16..], 16).unwrap();
+        halves.push((queue_offset, phy));
+    }
+    let end = |c: &mut Conn, (queue_offset, phy): (i64, i64), state: i32| {
+        let r = c.call(
+            RemotingCommand::new_request(req::END_TRANSACTION)
+                .with_ext("producerGroup", "pg")
+                .with_ext("tranStateTableOffset", queue_offset)
+                .with_ext("commitLogOffset", phy)
+                .with_ext("commitOrRollback", state)
+                .with_ext("fromTransactionCheck", false)
+                .with_ext("msgId", "U"),
+        );
+        assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    };
+    let topic_l = format!("topic=\"{T}\"");
+    let half = |port: u16| value(&scrape(port), "rocketmq_half_messages", &[&topic_l]);
+    assert_eq!(half(port), Some(3.0));
+    end(&mut c, halves[0], 8);
+    end(&mut c, halves[1], 12);
+    assert_eq!(half(port), Some(1.0));
+    let text = scrape(port);
+    assert_eq!(
+        value(&text, "rocketmq_commit_messages_total", &[&topic_l]),
+        Some(1.0),
+        "{text}"
+    );
+
+    drop(c);
+    let b = RawBroker::start_in(b.stop(), &opts);
+    assert_eq!(half(port), Some(1.0), "the open one, found at start");
+    let mut c = Conn::connect(b.broker);
+    end(&mut c, halves[2], 8);
+    assert_eq!(half(port), Some(0.0));
+}

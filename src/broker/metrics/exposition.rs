@@ -208,6 +208,18 @@ impl Exposition {
             "rocketmq_rollback_messages",
             "Transactional messages rolled back",
             &rollbacks,
+        )?;
+        let half: Vec<_> = s
+            .half_messages()
+            .into_iter()
+            .map(|(topic, n)| (vec![("topic", Cow::Borrowed(topic))], n as i64))
+            .collect();
+        gauge(
+            e,
+            "rocketmq_half_messages",
+            "Transactional half messages not yet decided",
+            None,
+            &half,
         )
     }
 

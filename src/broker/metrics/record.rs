@@ -1,8 +1,9 @@
 //! The figures a shard records for metrics and broker statistics, in a thread-local that only
 //! that shard's thread touches: messages and bytes in per topic and message type (with a size
 //! histogram), out per topic and consumer group, RPC latency per (request code, response code,
-//! long polling, result), sends to a dead-letter queue, transaction commits and rollbacks,
-//! messages sent back for retry, and how long topic and group creations took.
+//! long polling, result), sends to a dead-letter queue, transaction commits and rollbacks (and
+//! the half messages opened or closed otherwise), messages sent back for retry, and how long
+//! topic and group creations took.
 //!
 //! Recording costs the message path a `RefCell` borrow and a hash lookup by the borrowed topic
 //! (and group) `&str`; only the first record of a topic (or topic and group, or code pair) on a
@@ -159,6 +160,10 @@ pub struct ShardFigures {
     pub send_back: HashMap<Box<str>, u64>,
     /// Transaction decisions by the half message's topic: (commits, rollbacks).
     pub decisions: HashMap<Box<str>, (u64, u64)>,
+    /// Half messages by real topic counted otherwise than by the sends and decisions above:
+    /// those found open at start count up, those closed without a decision (discarded or
+    /// skipped by the check) down.
+    pub half_adjust: HashMap<Box<str>, i64>,
     /// Topic creation times by [succeeded][system topic], group creation times by
     /// [succeeded] (ms).
     pub topic_creates: [[Hist; 2]; 2],
@@ -277,6 +282,15 @@ pub fn decision(topic: &str, commit: bool) {
             } else {
                 d.1 += 1;
             }
+        }
+    })
+}
+
+/// `delta` half messages of `topic` opened (found open at start) or closed without a decision.
+pub fn half_adjust(topic: &str, delta: i64) {
+    with(|f| {
+        if let Some(n) = entry(&mut f.half_adjust, &mut f.dropped, topic) {
+            *n += delta;
         }
     })
 }

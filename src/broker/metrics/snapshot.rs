@@ -15,7 +15,7 @@ use std::rc::Rc;
 use crate::broker::error::BrokerError;
 use crate::broker::metadata::topic_validator::{is_system_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::broker::metrics::pulled;
-use crate::broker::metrics::record::{self, Flow, Hist, RpcKey, TopicIn};
+use crate::broker::metrics::record::{self, Flow, Hist, MessageType, RpcKey, TopicIn};
 use crate::broker::offsets::store_timestamp;
 use crate::broker::shard::Shard;
 use crate::common::now_ms;
@@ -60,6 +60,7 @@ pub struct Snapshot {
     pub dlq: BTreeMap<String, u64>,
     pub send_back: BTreeMap<String, u64>,
     pub decisions: BTreeMap<String, (u64, u64)>,
+    pub half_adjust: BTreeMap<String, i64>,
     /// (group, topic) -> lag.
     pub lag: BTreeMap<(String, String), Lag>,
     /// Creation times, as `record::ShardFigures` keeps them.
@@ -70,6 +71,28 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Half messages not yet decided, by real topic (Java's `TransactionMetrics` count): the
+    /// transactional messages stored, plus those found open at start, minus the commits, the
+    /// rollbacks and those the check discarded or skipped; never below 0.
+    pub fn half_messages(&self) -> BTreeMap<&str, u64> {
+        let mut open: BTreeMap<&str, i64> = BTreeMap::new();
+        for (t, f) in &self.topics_in {
+            let n = f.flow[MessageType::Transaction as usize].msgs;
+            if n > 0 {
+                *open.entry(t).or_default() += n as i64;
+            }
+        }
+        for (t, n) in &self.half_adjust {
+            *open.entry(t).or_default() += n;
+        }
+        for (t, (c, r)) in &self.decisions {
+            *open.entry(t).or_default() -= (c + r) as i64;
+        }
+        open.into_iter()
+            .map(|(t, n)| (t, n.max(0) as u64))
+            .collect()
+    }
+
     /// Adds another shard's figures: counts and message figures add, latencies are the largest.
     pub fn merge(&mut self, o: Snapshot) {
         for (k, v) in o.topics_in {
@@ -95,6 +118,9 @@ impl Snapshot {
             let d = self.decisions.entry(k).or_default();
             d.0 += c;
             d.1 += r;
+        }
+        for (k, v) in o.half_adjust {
+            *self.half_adjust.entry(k).or_default() += v;
         }
         for (k, v) in o.lag {
             let l = self.lag.entry(k).or_default();
@@ -291,6 +317,11 @@ pub fn shard_snapshot(s: &Shard, full: bool) -> Snapshot {
             .iter()
             .map(|(k, v)| (k.to_string(), *v))
             .collect(),
+        half_adjust: f
+            .half_adjust
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
         topic_creates: f.topic_creates,
         group_creates: f.group_creates,
         dropped: f.dropped,
@@ -402,6 +433,25 @@ mod tests {
         assert_eq!(queue_progress(Some(12), Some(15), 10), (0, 0, 0));
         assert_eq!(queue_progress(None, Some(6), 10), (0, 0, 4));
         assert_eq!(queue_progress(None, None, 10), (0, 0, 0));
+    }
+
+    /// Half messages: stored transactional messages plus those found open at start, minus
+    /// decisions and messages closed otherwise, per topic, never below 0.
+    #[test]
+    fn half_messages_per_topic() {
+        let mut s = Snapshot::default();
+        let mut t = TopicIn::default();
+        t.flow[MessageType::Transaction as usize].msgs = 5;
+        t.flow[MessageType::Normal as usize].msgs = 9;
+        s.topics_in.insert("T".into(), t);
+        s.half_adjust.insert("T".into(), 2 - 1);
+        s.decisions.insert("T".into(), (2, 1));
+        s.half_adjust.insert("U".into(), 1);
+        s.decisions.insert("V".into(), (1, 0));
+        let half = s.half_messages();
+        assert_eq!(half["T"], 3);
+        assert_eq!(half["U"], 1);
+        assert_eq!(half["V"], 0, "a decision of a message not counted");
     }
 
     /// System topics and groups are Java's: the `rmq_sys_` topics and the `CID_RMQ_SYS_` groups.
