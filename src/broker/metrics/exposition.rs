@@ -57,6 +57,8 @@ pub struct BrokerFigures {
     pub group_commit: Option<[u64; 4]>,
     /// Items waiting in each shard's completion queue, by shard.
     pub completion_depths: Vec<u64>,
+    /// Jobs other shards posted to each shard and it has not taken up yet, by shard.
+    pub mesh_depths: Vec<u64>,
     /// The writer's batches.
     pub writer_batches: BatchFigures,
 }
@@ -478,18 +480,26 @@ impl Exposition {
             "Records not kept because a shard's metrics map was full",
             &one(self.snap.dropped),
         )?;
-        let depths: Vec<(Labels, i64)> = f
-            .completion_depths
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (vec![("shard", Cow::Owned(i.to_string()))], *d as i64))
-            .collect();
+        let by_shard = |depths: &[u64]| -> Vec<(Labels, i64)> {
+            depths
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (vec![("shard", Cow::Owned(i.to_string()))], *d as i64))
+                .collect()
+        };
         gauge(
             e,
             "ringmq_completion_queue_depth",
             "Writer completions waiting for their shard",
             None,
-            &depths,
+            &by_shard(&f.completion_depths),
+        )?;
+        gauge(
+            e,
+            "ringmq_mesh_queue_depth",
+            "Jobs other shards posted to the shard, not yet taken up",
+            None,
+            &by_shard(&f.mesh_depths),
         )?;
         let w = &f.writer_batches;
         counter(
@@ -731,6 +741,7 @@ mod tests {
             reserve_time_ms: Some(60_000),
             group_commit: Some([2, 10, 4096, 500]),
             completion_depths: vec![0, 3],
+            mesh_depths: vec![2],
             ..BrokerFigures::default()
         };
         let text = render(common(), Exposition { snap, broker });
@@ -758,6 +769,7 @@ mod tests {
             line(&text, "rocketmq_storage_message_reserve_time_milliseconds{").ends_with(" 60000")
         );
         assert!(text.contains(",shard=\"1\"} 3\n"), "{text}");
+        assert!(line(&text, "ringmq_mesh_queue_depth{").ends_with(",shard=\"0\"} 2"));
         assert!(line(&text, "ringmq_group_commit_rounds_total{").ends_with(" 2"));
         assert!(
             !text.contains("rocketmq_topic_create_execution_time_milliseconds_count{"),

@@ -107,6 +107,9 @@ async fn broker_figures(s0: &Rc<Shard>, sources: &Sources) -> BrokerFigures {
             .iter()
             .map(|q| q.depth() as u64)
             .collect(),
+        mesh_depths: (0..s0.mesh.len())
+            .map(|i| s0.mesh.queued(i) as u64)
+            .collect(),
     }
 }
 
