@@ -289,3 +289,247 @@ fn unsupported_exporter_refuses_to_start() {
     );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("broker listening"));
 }
+
+/// A raw consumer's progress on one queue, scraped: (lag, inflight, ready) of `group` on `topic`,
+/// None where the scrape has no such point.
+fn progress(port: u16, group: &str, topic: &str) -> [Option<f64>; 3] {
+    let text = scrape(port);
+    let labels = [
+        format!("consumer_group=\"{group}\""),
+        format!("topic=\"{topic}\""),
+    ];
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+    [
+        "rocketmq_consumer_lag_messages",
+        "rocketmq_consumer_inflight_messages",
+        "rocketmq_consumer_ready_messages",
+    ]
+    .map(|name| value(&text, name, &labels))
+}
+
+/// Java's pull-offset figures over raw pulls that commit nothing: with 0 committed, a pull of 5
+/// of 8 messages makes 5 inflight and 3 ready (the queueing latency counts from the first
+/// unpulled message); committing 5 leaves 0 inflight; pulling the rest makes 3 inflight and 0
+/// ready; a forced reset to the beginning (222) forgets the pull offset, so all 8 are ready again
+/// rather than inflight; deleting the group with its offsets (207) removes its points and its
+/// pull offsets.
+#[test]
+fn inflight_and_ready_follow_pulls_commits_and_resets() {
+    use raw_support::admin::{commit_offset, commit_on};
+    use raw_support::{create_topic_cmd, pull_cmd, records, send_cmd, Conn, RawBroker};
+    use ringmq::protocol::codes::{request_code as req, response_code as rc};
+    use ringmq::protocol::RemotingCommand;
+
+    const T: &str = "InflightT";
+    const G: &str = "InflightG";
+    let port = raw_support::controller::free_ports(1)[0];
+    let port_opt = format!("metricsPromExporterPort={port}");
+    let b = RawBroker::start(&["metricsExporterType=PROM", &port_opt]);
+    let mut c = Conn::connect(b.broker);
+    assert_eq!(c.call(create_topic_cmd(T, 1)).code, rc::SUCCESS);
+    for i in 0..8 {
+        let r = c.call(send_cmd(T, 0, format!("m{i}").as_bytes(), ""));
+        assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    }
+    // A consumer of the group online, for the reset.
+    let mut client = Conn::connect(b.broker);
+    let hb = format!(
+        r#"{{"clientID":"inflight-c","consumerDataSet":[{{"groupName":"{G}",
+        "consumeType":"CONSUME_ACTIVELY","messageModel":"CLUSTERING",
+        "consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[{{"topic":"{T}",
+        "subString":"*","tagsSet":[],"codeSet":[],"subVersion":1}}]}}],"producerDataSet":[]}}"#
+    );
+    let r = client.call(RemotingCommand::new_request(req::HEART_BEAT).with_body(hb));
+    assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    let mut pull = |offset: i64, max: i32| {
+        let r = c.call(
+            pull_cmd(T, 0, offset, 0)
+                .with_ext("consumerGroup", G)
+                .with_ext("maxMsgNums", max),
+        );
+        assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+        records(&r.body).len()
+    };
+
+    commit_offset(b.broker, G, T, 0, 0);
+    assert_eq!(pull(0, 5), 5);
+    assert_eq!(progress(port, G, T), [Some(8.0), Some(5.0), Some(3.0)]);
+    let text = scrape(port);
+    let g = format!("consumer_group=\"{G}\"");
+    let queueing = value(
+        &text,
+        "rocketmq_consumer_queueing_latency_milliseconds",
+        &[&g],
+    );
+    assert!(queueing.is_some_and(|ms| ms >= 0.0), "{text}");
+
+    commit_offset(b.broker, G, T, 0, 5);
+    assert_eq!(progress(port, G, T), [Some(3.0), Some(0.0), Some(3.0)]);
+    assert_eq!(pull(5, 32), 3);
+    assert_eq!(progress(port, G, T), [Some(3.0), Some(3.0), Some(0.0)]);
+    let text = scrape(port);
+    assert_eq!(
+        value(
+            &text,
+            "rocketmq_consumer_queueing_latency_milliseconds",
+            &[&g]
+        ),
+        Some(0.0),
+        "nothing waits to be pulled:\n{text}"
+    );
+
+    let mut admin = Conn::connect(b.broker);
+    let r = admin.call(
+        RemotingCommand::new_request(req::INVOKE_BROKER_TO_RESET_OFFSET)
+            .with_ext("group", G)
+            .with_ext("topic", T)
+            .with_ext("timestamp", 0)
+            .with_ext("isForce", true),
+    );
+    assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    assert_eq!(progress(port, G, T), [Some(8.0), Some(0.0), Some(8.0)]);
+    assert_eq!(pull(0, 2), 2);
+    assert_eq!(progress(port, G, T), [Some(8.0), Some(2.0), Some(6.0)]);
+
+    let r = admin.call(
+        RemotingCommand::new_request(req::DELETE_SUBSCRIPTIONGROUP)
+            .with_ext("groupName", G)
+            .with_ext("cleanOffset", true),
+    );
+    assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    assert_eq!(progress(port, G, T), [None, None, None]);
+    // Committed again from 0: the pull offset went with the group, nothing is inflight.
+    commit_on(&mut admin, G, T, 0, 0);
+    assert_eq!(progress(port, G, T), [Some(8.0), Some(0.0), Some(8.0)]);
+    drop(client);
+}
+
+/// `rocketmq_storage_flush_behind_bytes` under ASYNC_FLUSH: a few small sends stay below
+/// flushCommitLogLeastPages, so they wait for the thorough flush (every 10 s) and the figure is
+/// above 0; after it, with nothing more sent, it is 0.
+#[test]
+fn flush_behind_moves_and_settles_at_zero() {
+    use raw_support::{create_topic_cmd, send_cmd, Conn, RawBroker};
+    use ringmq::protocol::codes::response_code as rc;
+
+    let port = raw_support::controller::free_ports(1)[0];
+    let port_opt = format!("metricsPromExporterPort={port}");
+    let b = RawBroker::start(&[
+        "metricsExporterType=PROM",
+        &port_opt,
+        "flushDiskType=ASYNC_FLUSH",
+    ]);
+    let mut c = Conn::connect(b.broker);
+    assert_eq!(c.call(create_topic_cmd("FlushT", 1)).code, rc::SUCCESS);
+    let behind = |text: &str| value(text, "rocketmq_storage_flush_behind_bytes", &[]);
+    let mut seen = Vec::new();
+    for i in 0..10 {
+        let r = c.call(send_cmd("FlushT", 0, format!("m{i}").as_bytes(), ""));
+        assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+        let text = scrape(port);
+        let v = behind(&text).unwrap_or_else(|| panic!("no flush_behind:\n{text}"));
+        assert!(v >= 0.0, "{text}");
+        seen.push(v);
+        if v > 0.0 {
+            break;
+        }
+    }
+    assert!(seen.iter().any(|v| *v > 0.0), "never behind: {seen:?}");
+    scrape_until(port, "flush behind back to 0", |t| behind(t) == Some(0.0));
+}
+
+/// Topic and group creations are timed in Java's histograms: one topic created and one refused
+/// (an illegal name) count under `invocation_status` success and failure, a group created under
+/// success, each with Java's buckets.
+#[test]
+fn creations_are_timed() {
+    use raw_support::{create_topic_cmd, Conn, RawBroker};
+    use ringmq::protocol::codes::{request_code as req, response_code as rc};
+    use ringmq::protocol::RemotingCommand;
+
+    let port = raw_support::controller::free_ports(1)[0];
+    let port_opt = format!("metricsPromExporterPort={port}");
+    let b = RawBroker::start(&["metricsExporterType=PROM", &port_opt]);
+    let mut c = Conn::connect(b.broker);
+    assert_eq!(c.call(create_topic_cmd("CreateT", 1)).code, rc::SUCCESS);
+    assert_ne!(c.call(create_topic_cmd("bad topic!", 1)).code, rc::SUCCESS);
+    let r = c.call(
+        RemotingCommand::new_request(req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+            .with_body(r#"{"groupName":"CreateG"}"#),
+    );
+    assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    let text = scrape(port);
+    let topic = "rocketmq_topic_create_execution_time_milliseconds_count";
+    let ok = ["invocation_status=\"success\"", "is_system=\"false\""];
+    assert_eq!(value(&text, topic, &ok), Some(1.0), "{text}");
+    let failed = ["invocation_status=\"failure\""];
+    assert_eq!(value(&text, topic, &failed), Some(1.0), "{text}");
+    let group = "rocketmq_consumer_group_create_execution_time_milliseconds_count";
+    let ok = ["invocation_status=\"success\""];
+    assert_eq!(value(&text, group, &ok), Some(1.0), "{text}");
+    assert!(
+        text.contains("rocketmq_topic_create_execution_time_milliseconds_bucket{")
+            && text.contains("le=\"5000.0\""),
+        "{text}"
+    );
+}
+
+/// `rocketmq_half_messages{topic}` counts the transactional messages not yet decided: 3 prepared
+/// sends make 3, a commit and a rollback leave 1; after a restart the open one is still counted
+/// (found in the half queue), and its commit makes 0.
+#[test]
+fn half_messages_follow_decisions_and_restarts() {
+    use raw_support::{create_topic_cmd, send_cmd, Conn, RawBroker};
+    use ringmq::protocol::codes::{request_code as req, response_code as rc};
+    use ringmq::protocol::RemotingCommand;
+
+    const T: &str = "HalfT";
+    let port = raw_support::controller::free_ports(1)[0];
+    let port_opt = format!("metricsPromExporterPort={port}");
+    let opts = ["metricsExporterType=PROM", port_opt.as_str()];
+    let b = RawBroker::start(&opts);
+    let mut c = Conn::connect(b.broker);
+    assert_eq!(c.call(create_topic_cmd(T, 1)).code, rc::SUCCESS);
+    // (queue offset, commit-log offset) of each half message.
+    let mut halves = Vec::new();
+    for i in 0..3 {
+        let props = format!("TRAN_MSG\u{1}true\u{2}PGROUP\u{1}pg\u{2}UNIQ_KEY\u{1}HalfU{i}\u{2}");
+        let r = c.call(send_cmd(T, 0, format!("tx-{i}").as_bytes(), &props));
+        assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+        let queue_offset: i64 = r.ext("queueOffset").unwrap().parse().unwrap();
+        let id = r.ext("msgId").unwrap();
+        let phy = i64::from_str_radix(&id[id.len() - 16..], 16).unwrap();
+        halves.push((queue_offset, phy));
+    }
+    let end = |c: &mut Conn, (queue_offset, phy): (i64, i64), state: i32| {
+        let r = c.call(
+            RemotingCommand::new_request(req::END_TRANSACTION)
+                .with_ext("producerGroup", "pg")
+                .with_ext("tranStateTableOffset", queue_offset)
+                .with_ext("commitLogOffset", phy)
+                .with_ext("commitOrRollback", state)
+                .with_ext("fromTransactionCheck", false)
+                .with_ext("msgId", "U"),
+        );
+        assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    };
+    let topic_l = format!("topic=\"{T}\"");
+    let half = |port: u16| value(&scrape(port), "rocketmq_half_messages", &[&topic_l]);
+    assert_eq!(half(port), Some(3.0));
+    end(&mut c, halves[0], 8);
+    end(&mut c, halves[1], 12);
+    assert_eq!(half(port), Some(1.0));
+    let text = scrape(port);
+    assert_eq!(
+        value(&text, "rocketmq_commit_messages_total", &[&topic_l]),
+        Some(1.0),
+        "{text}"
+    );
+
+    drop(c);
+    let b = RawBroker::start_in(b.stop(), &opts);
+    assert_eq!(half(port), Some(1.0), "the open one, found at start");
+    let mut c = Conn::connect(b.broker);
+    end(&mut c, halves[2], 8);
+    assert_eq!(half(port), Some(0.0));
+}

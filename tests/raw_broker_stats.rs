@@ -42,7 +42,8 @@ fn minute_sum_reaches(c: &mut Conn, name: &str, key: &str, want: u64) -> serde_j
 }
 
 /// Sends and pulls show in TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS and BROKER_PUT_NUMS
-/// with Java's field names, GET_CONSUME_STATS' consumeTps is no longer 0, and an unknown key is
+/// with Java's field names, GET_CONSUME_STATS' consumeTps and GET_TOPIC_STATS_INFO's topicPutTps
+/// are no longer 0, the group's pullOffset is where its pull ended, and an unknown key is
 /// SYSTEM_ERROR "The stats <name> <key> not exist".
 #[test]
 fn broker_stats_data_counts_sends_and_pulls() {
@@ -91,6 +92,27 @@ fn broker_stats_data_counts_sends_and_pulls() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no consumeTps in {body}"));
     assert!(tps > 0.0, "{body} ({got})");
+    // The group committed nothing: its pull offset is where its one pull ended.
+    assert!(
+        body.contains(&format!(
+            "\"consumerOffset\":0,\"lastTimestamp\":0,\"pullOffset\":{SENT}"
+        )),
+        "{body}"
+    );
+    // GET_TOPIC_STATS_INFO's topicPutTps is TOPIC_PUT_NUMS' minute rate (Java's
+    // tpsTopicPutNums).
+    let r = c.call(
+        RemotingCommand::new_request(request_code::GET_TOPIC_STATS_INFO)
+            .with_ext("topic", "StatsT"),
+    );
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    let put_tps: f64 = body
+        .rsplit_once("\"topicPutTps\":")
+        .and_then(|(_, rest)| rest.strip_suffix('}'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no topicPutTps in {body}"));
+    assert!(put_tps > 0.0, "{body} ({v})");
     let broker = minute_sum_reaches(&mut c, "BROKER_PUT_NUMS", "StatsCluster", SENT as u64);
     assert_eq!(broker["statsMinute"]["sum"], SENT as u64, "{broker}");
 

@@ -5,24 +5,13 @@ use std::collections::BTreeMap;
 use clap::Args;
 
 use super::output::{emit, key_values};
-use super::{target_brokers, CliResult, Ctx};
-
-#[derive(Args, Debug)]
-pub struct BrokerOrClusterArgs {
-    /// Broker address.
-    #[arg(short = 'b', long = "brokerAddr")]
-    pub broker: Option<String>,
-    /// Every master of this cluster.
-    #[arg(short = 'c', long = "clusterName")]
-    pub cluster: Option<String>,
-}
+use super::{BrokerOrCluster, CliError, CliResult, Ctx};
+use crate::admin::AdminError;
 
 #[derive(Args, Debug)]
 pub struct UpdateBrokerConfigArgs {
-    #[arg(short = 'b', long = "brokerAddr")]
-    pub broker: Option<String>,
-    #[arg(short = 'c', long = "clusterName")]
-    pub cluster: Option<String>,
+    #[command(flatten)]
+    pub target: BrokerOrCluster,
     /// Config key.
     #[arg(short = 'k', long = "key")]
     pub key: String,
@@ -52,27 +41,35 @@ fn render(per: &PerBroker, sep: &str) -> String {
     s
 }
 
-pub fn broker_status(ctx: &Ctx, a: &BrokerOrClusterArgs) -> CliResult {
+/// `ask` of every broker `a` names, by address.
+fn ask_each(
+    ctx: &Ctx,
+    a: &BrokerOrCluster,
+    ask: impl Fn(&str) -> Result<BTreeMap<String, String>, AdminError>,
+) -> Result<PerBroker, CliError> {
     let mut per = PerBroker::new();
-    for addr in target_brokers(ctx, a.broker.as_deref(), a.cluster.as_deref())? {
-        let t = ctx.client.broker_runtime_info(&addr)?;
-        per.insert(addr, t.table);
+    for addr in a.targets(ctx)? {
+        let kv = ask(&addr)?;
+        per.insert(addr, kv);
     }
+    Ok(per)
+}
+
+pub fn broker_status(ctx: &Ctx, a: &BrokerOrCluster) -> CliResult {
+    let per = ask_each(ctx, a, |addr| {
+        ctx.client.broker_runtime_info(addr).map(|t| t.table)
+    })?;
     emit(ctx, &per, || render(&per, ":"))
 }
 
-pub fn get_broker_config(ctx: &Ctx, a: &BrokerOrClusterArgs) -> CliResult {
-    let mut per = PerBroker::new();
-    for addr in target_brokers(ctx, a.broker.as_deref(), a.cluster.as_deref())? {
-        let c = ctx.client.broker_config(&addr)?;
-        per.insert(addr, c);
-    }
+pub fn get_broker_config(ctx: &Ctx, a: &BrokerOrCluster) -> CliResult {
+    let per = ask_each(ctx, a, |addr| ctx.client.broker_config(addr))?;
     emit(ctx, &per, || render(&per, "="))
 }
 
 pub fn update_broker_config(ctx: &Ctx, a: &UpdateBrokerConfigArgs) -> CliResult {
     let props = BTreeMap::from([(a.key.clone(), a.value.clone())]);
-    let addrs = target_brokers(ctx, a.broker.as_deref(), a.cluster.as_deref())?;
+    let addrs = a.target.targets(ctx)?;
     for addr in &addrs {
         ctx.client.update_broker_config(addr, &props)?;
     }

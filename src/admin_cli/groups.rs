@@ -5,17 +5,15 @@ use clap::Args;
 use serde::Serialize;
 
 use super::output::{emit, fmt_ms, key_values, parse_timestamp, Table};
-use super::{target_brokers, CliResult, Ctx};
+use super::{BrokerOrCluster, CliResult, Ctx};
 use crate::admin::bodies::{Connection, ConsumeStats, SubscriptionGroupConfig};
 use crate::admin::AdminError;
 use crate::protocol::codes::response_code;
 
 #[derive(Args, Debug)]
 pub struct UpdateSubGroupArgs {
-    #[arg(short = 'b', long = "brokerAddr")]
-    pub broker: Option<String>,
-    #[arg(short = 'c', long = "clusterName")]
-    pub cluster: Option<String>,
+    #[command(flatten)]
+    pub target: BrokerOrCluster,
     #[arg(short = 'g', long = "groupName")]
     pub group: String,
     #[arg(short = 's', long = "consumeEnable")]
@@ -40,10 +38,8 @@ pub struct UpdateSubGroupArgs {
 
 #[derive(Args, Debug)]
 pub struct DeleteSubGroupArgs {
-    #[arg(short = 'b', long = "brokerAddr")]
-    pub broker: Option<String>,
-    #[arg(short = 'c', long = "clusterName")]
-    pub cluster: Option<String>,
+    #[command(flatten)]
+    pub target: BrokerOrCluster,
     #[arg(short = 'g', long = "groupName")]
     pub group: String,
     /// Also remove the group's offsets (true|false).
@@ -100,6 +96,17 @@ struct GroupReport<T: Serialize> {
     value: T,
 }
 
+/// Emits `report`: as JSON, or for people one `line` per broker address.
+fn emit_per_broker<T: Serialize>(
+    ctx: &Ctx,
+    report: &GroupReport<T>,
+    line: impl Fn(&str) -> String,
+) -> CliResult {
+    emit(ctx, report, || {
+        report.broker_addrs.iter().map(|a| line(a)).collect()
+    })
+}
+
 pub fn update_sub_group(ctx: &Ctx, a: &UpdateSubGroupArgs) -> CliResult {
     let d = SubscriptionGroupConfig::default();
     let config = SubscriptionGroupConfig {
@@ -122,7 +129,7 @@ pub fn update_sub_group(ctx: &Ctx, a: &UpdateSubGroupArgs) -> CliResult {
             .unwrap_or(d.notify_consumer_ids_changed_enable),
         ..d
     };
-    let addrs = target_brokers(ctx, a.broker.as_deref(), a.cluster.as_deref())?;
+    let addrs = a.target.targets(ctx)?;
     for addr in &addrs {
         ctx.client.create_subscription_group(addr, &config)?;
     }
@@ -130,22 +137,16 @@ pub fn update_sub_group(ctx: &Ctx, a: &UpdateSubGroupArgs) -> CliResult {
         broker_addrs: addrs,
         value: serde_json::json!({ "subscriptionGroupConfig": config }),
     };
-    emit(ctx, &report, || {
-        report
-            .broker_addrs
-            .iter()
-            .map(|addr| {
-                format!(
-                    "create subscription group [{}] to {addr} success.\n",
-                    a.group
-                )
-            })
-            .collect()
+    emit_per_broker(ctx, &report, |addr| {
+        format!(
+            "create subscription group [{}] to {addr} success.\n",
+            a.group
+        )
     })
 }
 
 pub fn delete_sub_group(ctx: &Ctx, a: &DeleteSubGroupArgs) -> CliResult {
-    let addrs = target_brokers(ctx, a.broker.as_deref(), a.cluster.as_deref())?;
+    let addrs = a.target.targets(ctx)?;
     let clean = a.remove_offset.unwrap_or(false);
     for addr in &addrs {
         ctx.client
@@ -162,17 +163,11 @@ pub fn delete_sub_group(ctx: &Ctx, a: &DeleteSubGroupArgs) -> CliResult {
         broker_addrs: addrs,
         value: serde_json::json!({ "groupName": a.group, "removeOffset": clean }),
     };
-    emit(ctx, &report, || {
-        report
-            .broker_addrs
-            .iter()
-            .map(|addr| {
-                format!(
-                    "delete subscription group [{}] from broker [{addr}] success.\n",
-                    a.group
-                )
-            })
-            .collect()
+    emit_per_broker(ctx, &report, |addr| {
+        format!(
+            "delete subscription group [{}] from broker [{addr}] success.\n",
+            a.group
+        )
     })
 }
 

@@ -92,10 +92,10 @@ pub enum AdminCmd {
     QueryMsgByOffset(messages::QueryMsgByOffsetArgs),
     /// Show a broker's runtime status.
     #[command(name = "brokerStatus")]
-    BrokerStatus(brokers::BrokerOrClusterArgs),
+    BrokerStatus(BrokerOrCluster),
     /// Show a broker's configuration.
     #[command(name = "getBrokerConfig")]
-    GetBrokerConfig(brokers::BrokerOrClusterArgs),
+    GetBrokerConfig(BrokerOrCluster),
     /// Change one key of a broker's configuration.
     #[command(name = "updateBrokerConfig")]
     UpdateBrokerConfig(brokers::UpdateBrokerConfigArgs),
@@ -199,25 +199,39 @@ fn fail(e: CliError) -> i32 {
     e.exit_code()
 }
 
-/// The broker addresses a `-b`/`-c` pair names: the broker given, or every master of the
-/// cluster; neither is a usage error.
-pub fn target_brokers(
-    ctx: &Ctx,
-    broker: Option<&str>,
-    cluster: Option<&str>,
-) -> Result<Vec<String>, CliError> {
-    match (broker, cluster) {
-        (Some(b), _) => Ok(vec![b.to_owned()]),
-        (None, Some(c)) => Ok(ctx
-            .client
-            .masters(Some(c))?
-            .into_iter()
-            .map(|b| b.addr)
-            .collect()),
-        (None, None) => Err(CliError::Usage(
-            "give a broker address (-b) or a cluster name (-c)".into(),
-        )),
+/// The `-b`/`-c` pair of the commands that act on one broker or on every master of a cluster.
+#[derive(Args, Debug)]
+pub struct BrokerOrCluster {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    pub broker: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    pub cluster: Option<String>,
+}
+
+impl BrokerOrCluster {
+    /// The broker addresses named: the broker given, or every master of the cluster; neither
+    /// is a usage error.
+    pub fn targets(&self, ctx: &Ctx) -> Result<Vec<String>, CliError> {
+        match (&self.broker, &self.cluster) {
+            (Some(b), _) => Ok(vec![b.clone()]),
+            (None, Some(c)) => masters_of(ctx, c),
+            (None, None) => Err(CliError::Usage(
+                "give a broker address (-b) or a cluster name (-c)".into(),
+            )),
+        }
     }
+}
+
+/// The addresses of every master of `cluster`.
+pub fn masters_of(ctx: &Ctx, cluster: &str) -> Result<Vec<String>, CliError> {
+    Ok(ctx
+        .client
+        .masters(Some(cluster))?
+        .into_iter()
+        .map(|b| b.addr)
+        .collect())
 }
 
 #[cfg(test)]
@@ -282,7 +296,10 @@ mod tests {
         assert!(cli.admin.json);
         match cli.admin.cmd {
             AdminCmd::UpdateTopic(a) => {
-                assert_eq!((a.topic.as_str(), a.cluster.as_deref()), ("T", Some("C")));
+                assert_eq!(
+                    (a.topic.as_str(), a.target.cluster.as_deref()),
+                    ("T", Some("C"))
+                );
                 assert_eq!((a.read_queue_nums, a.write_queue_nums, a.perm), (4, 8, 6));
                 assert_eq!(a.order, Some(true));
             }

@@ -7,7 +7,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::output::{emit, fmt_ms, Table};
-use super::{target_brokers, CliError, CliResult, Ctx};
+use super::{masters_of, BrokerOrCluster, CliError, CliResult, Ctx};
 use crate::admin::bodies::{KvTable, TopicConfig};
 use crate::admin::{AdminError, BrokerRef};
 
@@ -27,12 +27,8 @@ pub struct TopicArg {
 
 #[derive(Args, Debug)]
 pub struct UpdateTopicArgs {
-    /// Create on this broker (address).
-    #[arg(short = 'b', long = "brokerAddr")]
-    pub broker: Option<String>,
-    /// Create on every master of this cluster.
-    #[arg(short = 'c', long = "clusterName")]
-    pub cluster: Option<String>,
+    #[command(flatten)]
+    pub target: BrokerOrCluster,
     #[arg(short = 't', long = "topic")]
     pub topic: String,
     #[arg(short = 'r', long = "readQueueNums", default_value_t = 8)]
@@ -230,7 +226,7 @@ pub fn update_topic(ctx: &Ctx, a: &UpdateTopicArgs) -> CliResult {
         },
         ..TopicConfig::default()
     };
-    let addrs = target_brokers(ctx, a.broker.as_deref(), a.cluster.as_deref())?;
+    let addrs = a.target.targets(ctx)?;
     for addr in &addrs {
         ctx.client.create_topic(addr, &config)?;
     }
@@ -266,12 +262,7 @@ struct DeleteTopicReport {
 
 pub fn delete_topic(ctx: &Ctx, a: &DeleteTopicArgs) -> CliResult {
     let addrs: Vec<String> = match &a.cluster {
-        Some(c) => ctx
-            .client
-            .masters(Some(c))?
-            .into_iter()
-            .map(|b| b.addr)
-            .collect(),
+        Some(c) => masters_of(ctx, c)?,
         None => match ctx.client.route_masters(&a.topic) {
             Ok(b) => b.into_iter().map(|b| b.addr).collect(),
             Err(e) if e.is_not_found() => {

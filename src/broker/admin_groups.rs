@@ -48,7 +48,7 @@ struct ProducerTableInfo {
 }
 
 /// DELETE_SUBSCRIPTIONGROUP: the group's config goes (persisted); with `cleanOffset` its
-/// committed offsets on every topic too. As on Java, an unknown group is not an error.
+/// committed offsets and its pull offsets on every topic too. As on Java, an unknown group is not an error.
 pub async fn delete_subscription_group(
     shard: Rc<Shard>,
     cmd: &RemotingCommand,
@@ -76,8 +76,11 @@ pub async fn delete_subscription_group(
     if h.clean_offset {
         let suffix = format!("@{}", h.group_name);
         for i in 0..shard.mesh.len() {
-            let sfx = suffix.clone();
-            let drop_offsets = move |s: &Shard| s.offsets_mut().retain(|k, _| !k.ends_with(&sfx));
+            let (sfx, group) = (suffix.clone(), h.group_name.clone());
+            let drop_offsets = move |s: &Shard| {
+                s.offsets_mut().retain(|k, _| !k.ends_with(&sfx));
+                crate::broker::metrics::pulled::forget_group(&group);
+            };
             if i == shard.id {
                 drop_offsets(&shard);
             } else {

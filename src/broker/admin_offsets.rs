@@ -136,7 +136,9 @@ pub async fn reset_offset(
         let offset = chosen(committed, target, h.is_force);
         let (t, g) = (h.topic.clone(), h.group.clone());
         on_owner(&shard, &h.topic, qid, move |s| {
-            commit_local(s, &t, &g, qid, offset)
+            commit_local(s, &t, &g, qid, offset);
+            // The group's next pull notes where it really reads from.
+            crate::broker::metrics::pulled::forget_queue(&t, &g, qid);
         })
         .await?;
         let mq = MessageQueue {

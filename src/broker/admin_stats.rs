@@ -47,11 +47,12 @@ pub fn consume_stats_json(consume_tps: f64, table: &[(MessageQueue, OffsetWrappe
     .into_bytes()
 }
 
-/// Java's `TopicStatsTable` body. `topicPutTps` (not tracked, 0.0) is there because
-/// rocketmq-rust's reader requires it; fastjson readers ignore a field they do not know.
-pub fn topic_stats_json(table: &[(MessageQueue, TopicOffset)]) -> Vec<u8> {
+/// Java's `TopicStatsTable` body, with its `topicPutTps` (messages stored per second over the
+/// minute window, Java's `tpsTopicPutNums`).
+pub fn topic_stats_json(put_tps: f64, table: &[(MessageQueue, TopicOffset)]) -> Vec<u8> {
+    let tps = serde_json::to_string(&put_tps).unwrap_or_else(|_| "0.0".into());
     format!(
-        "{{\"offsetTable\":{},\"topicPutTps\":0.0}}",
+        "{{\"offsetTable\":{},\"topicPutTps\":{tps}}}",
         object_keyed_map(table)
     )
     .into_bytes()
@@ -97,7 +98,7 @@ pub(crate) async fn topics_of_group(
 }
 
 /// GET_CONSUME_STATS: per queue of the group's topics, the queue's max offset, the group's
-/// committed offset and the store time of the last consumed message.
+/// committed and pull offsets and the store time of the last consumed message.
 pub async fn consume_stats(
     shard: Rc<Shard>,
     cmd: &RemotingCommand,
@@ -150,12 +151,15 @@ pub(crate) async fn group_queue_stats(
                 Ok(c) if c > 0 => time_at(s, &t, qid, c - 1).unwrap_or(0),
                 _ => 0,
             };
+            // Java: the larger of the committed offset and the last pull's next offset.
+            let pulled = crate::broker::metrics::pulled::get(&t, &g, qid)
+                .and_then(|p| i64::try_from(p).ok())
+                .unwrap_or(0);
             OffsetWrapper {
                 broker_offset: i64::try_from(max).unwrap_or(i64::MAX),
                 consumer_offset: consumed,
                 last_timestamp: last,
-                // The broker keeps no separate pull offset: the committed one stands in.
-                pull_offset: consumed,
+                pull_offset: consumed.max(pulled),
             }
         })
         .await?;
@@ -169,7 +173,8 @@ pub(crate) async fn group_queue_stats(
     Ok(table)
 }
 
-/// GET_TOPIC_STATS_INFO: per write queue, min and max offsets and the last message's store time.
+/// GET_TOPIC_STATS_INFO: per write queue, min and max offsets and the last message's store time;
+/// and the topic's put rate.
 pub async fn topic_stats(
     shard: Rc<Shard>,
     cmd: &RemotingCommand,
@@ -203,7 +208,8 @@ pub async fn topic_stats(
         };
         table.push((mq, o));
     }
-    Ok(RemotingCommand::response_for(cmd, 0, None).with_body(topic_stats_json(&table)))
+    let tps = crate::broker::broker_stats::topic_put_tps(&shard, &h.topic).await?;
+    Ok(RemotingCommand::response_for(cmd, 0, None).with_body(topic_stats_json(tps, &table)))
 }
 
 #[cfg(test)]
@@ -249,12 +255,12 @@ mod tests {
         let mut q = mq(2);
         q.topic = "a\"b".into();
         assert_eq!(
-            String::from_utf8(topic_stats_json(&[(q, o)])).unwrap(),
+            String::from_utf8(topic_stats_json(2.5, &[(q, o)])).unwrap(),
             "{\"offsetTable\":{{\"brokerName\":\"broker-a\",\"queueId\":2,\"topic\":\"a\\\"b\"}:\
-             {\"lastUpdateTimestamp\":9,\"maxOffset\":4,\"minOffset\":1}},\"topicPutTps\":0.0}"
+             {\"lastUpdateTimestamp\":9,\"maxOffset\":4,\"minOffset\":1}},\"topicPutTps\":2.5}"
         );
         assert_eq!(
-            topic_stats_json(&[]),
+            topic_stats_json(0.0, &[]),
             b"{\"offsetTable\":{},\"topicPutTps\":0.0}"
         );
     }

@@ -256,6 +256,17 @@ pub async fn group_get_tps(
     Ok(shard.mesh.call(0, move |_| async move { sum() }).await?)
 }
 
+/// Java's `tpsTopicPutNums`: the messages stored in `topic` per second over the minute window
+/// (GET_TOPIC_STATS_INFO's `topicPutTps`).
+pub async fn topic_put_tps(shard: &Rc<Shard>, topic: &str) -> Result<f64, BrokerError> {
+    let key = topic.to_string();
+    let tps = move || lookup("TOPIC_PUT_NUMS", &key).map_or(0.0, |d| d.stats_minute.tps);
+    if shard.id == 0 {
+        return Ok(tps());
+    }
+    Ok(shard.mesh.call(0, move |_| async move { tps() }).await?)
+}
+
 /// VIEW_BROKER_STATS_DATA: the stats item's three windows, or SYSTEM_ERROR when there is none.
 pub async fn view_broker_stats_data(
     shard: Rc<Shard>,

@@ -1,13 +1,15 @@
 //! The broker's dispatch table: request code -> handler, and the one place a `BrokerError`
 //! becomes a response (code from `BrokerError::response_code`, remark = the error text).
 //! Every request's time to its response is recorded for `rocketmq_rpc_latency`
-//! (`metrics::RpcTimer`).
+//! (`metrics::RpcTimer`), and a topic's or group's creation for the creation-time histograms.
 
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 
 use crate::broker::error::BrokerError;
-use crate::broker::metrics::RpcTimer;
+use crate::broker::metadata::topic_validator::is_system_topic;
+use crate::broker::metrics::record::Creation;
+use crate::broker::metrics::{timed_creation, RpcTimer};
 use crate::broker::shard::Shard;
 use crate::broker::{
     admin, admin_config, admin_conns, admin_groups, admin_offsets, admin_stats, admin_store,
@@ -103,11 +105,16 @@ impl BrokerHandler {
                 req::GET_EARLIEST_MSG_STORETIME => {
                     frame(offsets::get_earliest_msg_storetime(shard, &cmd).await)
                 }
-                req::UPDATE_AND_CREATE_TOPIC => frame(admin::create_topic(shard, &cmd).await),
+                req::UPDATE_AND_CREATE_TOPIC => {
+                    let system = cmd.ext("topic").is_some_and(is_system_topic);
+                    let create = admin::create_topic(shard, &cmd);
+                    frame(timed_creation(Creation::Topic { system }, create).await)
+                }
                 req::DELETE_TOPIC_IN_BROKER => frame(topic_delete::delete_topic(shard, &cmd).await),
                 req::GET_ALL_TOPIC_CONFIG => frame(admin::all_topic_config(shard, &cmd).await),
                 req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
-                    frame(admin::create_subscription_group(shard, &cmd).await)
+                    let create = admin::create_subscription_group(shard, &cmd);
+                    frame(timed_creation(Creation::Group, create).await)
                 }
                 req::GET_ALL_CONSUMER_OFFSET => {
                     frame(offsets::all_consumer_offsets(shard, &cmd).await)

@@ -377,14 +377,23 @@ fn sql92_unsupported() -> BrokerError {
     BrokerError::System("The broker does not support consumer to filter message by SQL92".into())
 }
 
-/// Runs on the queue's owner: commit the consumer offset, look up, park if nothing yet.
+/// Runs on the queue's owner: commit the consumer offset, look up, park if nothing yet, and
+/// note where the group's next pull starts (Java's `commitPullOffset`, done for every answer
+/// whatever its code).
 pub async fn pull_on_owner(s: Rc<Shard>, q: PullQuery) -> PullAnswer {
     if let Some(off) = q.commit_offset {
         if off >= 0 {
             offsets::commit_local(&s, &q.topic, &q.group, q.queue_id, off);
         }
     }
-    let first = lookup(&s, &q);
+    let ans = serve_on_owner(&s, &q).await;
+    let next = u64::try_from(ans.next_begin_offset).unwrap_or(0);
+    crate::broker::metrics::pulled::note(&q.topic, &q.group, q.queue_id, next);
+    ans
+}
+
+async fn serve_on_owner(s: &Shard, q: &PullQuery) -> PullAnswer {
+    let first = lookup(s, q);
     let Some(wait) = q.suspend else {
         return first;
     };
@@ -398,7 +407,7 @@ pub async fn pull_on_owner(s: Rc<Shard>, q: PullQuery) -> PullAnswer {
     let _ = runtime::timeout(wait, waiter.notified()).await;
     PullAnswer {
         suspended: true,
-        ..lookup(&s, &q)
+        ..lookup(s, q)
     }
 }
 

@@ -186,6 +186,7 @@ async fn drop_owned(s: &Rc<Shard>, topic: &str) {
     };
     let prefix = format!("{topic}@");
     s.offsets_mut().retain(|k, _| !k.starts_with(&prefix));
+    crate::broker::metrics::pulled::forget_topic(topic);
     let mut cqs = Vec::with_capacity(queues.len());
     for q in queues {
         for w in &q.waiters {

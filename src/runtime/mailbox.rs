@@ -95,6 +95,16 @@ impl<T> MailboxSender<T> {
         }
     }
 
+    /// Messages waiting in the mailbox now.
+    pub fn len(&self) -> usize {
+        self.shared.len.load(Ordering::Acquire)
+    }
+
+    /// True when no message waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Blocks the calling thread while the mailbox is full. Only for plain threads (the writer),
     /// never from a shard: a shard must not block its core.
     pub fn send_blocking(&self, mut msg: T) -> Result<(), T> {
@@ -179,9 +189,12 @@ mod tests {
             Err(SendError::Full(3)) => {}
             other => panic!("expected Full(3), got {other:?}"),
         }
+        assert_eq!(tx.len(), 2);
         assert_eq!(rx.try_recv(), Some(1));
+        assert_eq!(tx.len(), 1);
         assert_eq!(rx.try_recv(), Some(2));
         assert_eq!(rx.try_recv(), None);
+        assert!(tx.is_empty());
     }
 
     /// A message sent from another thread wakes a pending receiver.

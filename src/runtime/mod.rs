@@ -82,6 +82,11 @@ impl<S: 'static> Mesh<S> {
         self.senders.is_empty()
     }
 
+    /// Jobs posted to shard `i` that it has not taken up yet.
+    pub fn queued(&self, i: usize) -> usize {
+        self.senders[i].len()
+    }
+
     /// The sender of shard `i`, for plain threads (the writer) that post jobs.
     pub fn sender(&self, i: usize) -> MailboxSender<Job<S>> {
         self.senders[i].clone()

@@ -213,6 +213,9 @@ impl WriterCore {
         loop {
             self.reap();
             self.maybe_start_round(false);
+            // Every turn ends here or sleeps after it with nothing written or synced between.
+            self.published
+                .note_progress(self.log.max_phy_offset(), self.durable.flushed_phy);
             if self.can_take() {
                 match rx.try_recv() {
                     Ok(m) => {

@@ -409,6 +409,10 @@ struct Published {
     /// Retention passes still to run as if at a `deleteWhen` hour, set by an admin's
     /// DELETE_EXPIRED_COMMITLOG (Java's `MAX_MANUAL_DELETE_FILE_TIMES` of them).
     manual_deletes: AtomicU32,
+    /// The end of what the writer has written, and of what is durable (fdatasynced): stored
+    /// by the writer alone, before it sleeps, for the metrics' flush-behind figure.
+    written_phy: AtomicU64,
+    flushed_phy: AtomicU64,
 }
 
 /// Java's `MAX_MANUAL_DELETE_FILE_TIMES`: how many retention passes one manual request covers.
@@ -428,6 +432,12 @@ impl Published {
         self.manual_deletes
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
             .is_ok()
+    }
+
+    /// The writer's written and durable ends (the writer thread only).
+    fn note_progress(&self, written: u64, flushed: u64) {
+        self.written_phy.store(written, Ordering::Relaxed);
+        self.flushed_phy.store(flushed, Ordering::Relaxed);
     }
 
     /// Moves the published end back to `end`: the one way it goes back, used only by a
@@ -546,6 +556,14 @@ impl WriterSender {
     pub fn is_writable(&self) -> bool {
         self.published.writable.load(Ordering::Acquire)
     }
+    /// Commit-log bytes written but not yet durable (Java's `getFlushBehindBytes`), as of the
+    /// writer's last turn: under ASYNC_FLUSH what the next flush covers, under SYNC_FLUSH what
+    /// the group commit in flight and the next one cover.
+    pub fn flush_behind_bytes(&self) -> u64 {
+        let flushed = self.published.flushed_phy.load(Ordering::Relaxed);
+        let written = self.published.written_phy.load(Ordering::Relaxed);
+        written.saturating_sub(flushed)
+    }
     /// DELETE_EXPIRED_COMMITLOG: the next retention passes delete expired segments whatever
     /// the hour (files younger than `fileReservedTime` still stay).
     pub fn delete_expired_files_now(&self) {
@@ -642,6 +660,10 @@ pub fn spawn_writer(
         .min_phy
         .store(store.commit_log.min_phy_offset(), Ordering::Release);
     published.writable.store(true, Ordering::Release);
+    published.note_progress(
+        store.commit_log.max_phy_offset(),
+        store.commit_log.flushed_phy_offset(),
+    );
     let ring = ring::Ring::new().map_err(|e| StoreError::io(&cfg.store_path_root_dir, e))?;
     let waker = ring.waker();
     let mut core = core::WriterCore::new(store, cfg.clone(), dispatcher, published.clone(), ring)?;

@@ -134,6 +134,9 @@ impl RawBroker {
                 ha = Some(a.trim().parse().expect("ha addr"));
             }
         }
+        // The lines after these (the metrics endpoint's, say) must find the pipe open: a print
+        // to a closed stdout stops the broker. The reader ends with the child.
+        std::thread::spawn(move || lines.for_each(drop));
         RawBroker {
             child,
             namesrv: namesrv.unwrap(),

@@ -23,7 +23,8 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::broker::metadata::topic_validator::is_system_topic;
 use crate::broker::metrics::code_names::{request_code_name, response_code_name};
 use crate::broker::metrics::record::{
-    Hist, MessageType, HIST_SLOTS, MESSAGE_SIZE_BOUNDS, RPC_LATENCY_BOUNDS_MS,
+    Hist, MessageType, CREATE_TIME_BOUNDS_MS, HIST_SLOTS, MESSAGE_SIZE_BOUNDS,
+    RPC_LATENCY_BOUNDS_MS,
 };
 use crate::broker::metrics::snapshot::{is_retry, is_system, is_system_group, Snapshot};
 use crate::writer::batch_stats::{BatchFigures, BATCH_RECORD_BOUNDS};
@@ -56,6 +57,8 @@ pub struct BrokerFigures {
     pub group_commit: Option<[u64; 4]>,
     /// Items waiting in each shard's completion queue, by shard.
     pub completion_depths: Vec<u64>,
+    /// Jobs other shards posted to each shard and it has not taken up yet, by shard.
+    pub mesh_depths: Vec<u64>,
     /// The writer's batches.
     pub writer_batches: BatchFigures,
 }
@@ -207,6 +210,18 @@ impl Exposition {
             "rocketmq_rollback_messages",
             "Transactional messages rolled back",
             &rollbacks,
+        )?;
+        let half: Vec<_> = s
+            .half_messages()
+            .into_iter()
+            .map(|(topic, n)| (vec![("topic", Cow::Borrowed(topic))], n as i64))
+            .collect();
+        gauge(
+            e,
+            "rocketmq_half_messages",
+            "Transactional half messages not yet decided",
+            None,
+            &half,
         )
     }
 
@@ -235,9 +250,47 @@ impl Exposition {
         Ok(())
     }
 
+    /// The creation-time histograms, a point for each outcome seen.
+    fn encode_creations(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let unit = Unit::Other("milliseconds".into());
+        let status = |ok: usize| Cow::Borrowed(if ok == 1 { "success" } else { "failure" });
+        let mut m = e.encode_descriptor(
+            "rocketmq_topic_create_execution_time",
+            "Time to create or update a topic",
+            Some(&unit),
+            MetricType::Histogram,
+        )?;
+        for (ok, by_system) in self.snap.topic_creates.iter().enumerate() {
+            for (system, h) in by_system.iter().enumerate() {
+                if h.count() > 0 {
+                    let labels: Labels = vec![
+                        ("invocation_status", status(ok)),
+                        ("is_system", b(system == 1)),
+                    ];
+                    histogram_point(&mut m, &labels, &CREATE_TIME_BOUNDS_MS, h)?;
+                }
+            }
+        }
+        let mut m = e.encode_descriptor(
+            "rocketmq_consumer_group_create_execution_time",
+            "Time to create or update a subscription group",
+            Some(&unit),
+            MetricType::Histogram,
+        )?;
+        for (ok, h) in self.snap.group_creates.iter().enumerate() {
+            if h.count() > 0 {
+                let labels: Labels = vec![("invocation_status", status(ok))];
+                histogram_point(&mut m, &labels, &CREATE_TIME_BOUNDS_MS, h)?;
+            }
+        }
+        Ok(())
+    }
+
     fn encode_consumers(&self, e: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s = &self.snap;
-        let (mut lag, mut latency) = (Vec::new(), Vec::new());
+        let ms = Unit::Other("milliseconds".into());
+        // lag, lag latency, inflight, queueing latency, ready: one series each, same labels.
+        let mut series: [Vec<(Labels, i64)>; 5] = Default::default();
         for ((group, topic), l) in &s.lag {
             let labels: Labels = vec![
                 ("consumer_group", Cow::Borrowed(group.as_str())),
@@ -245,23 +298,47 @@ impl Exposition {
                 ("is_retry", b(is_retry(topic))),
                 ("is_system", b(is_system(topic, group))),
             ];
-            lag.push((labels.clone(), l.messages as i64));
-            latency.push((labels, l.latency_ms));
+            let values = [
+                l.messages as i64,
+                l.latency_ms,
+                l.inflight as i64,
+                l.queueing_ms,
+                l.ready as i64,
+            ];
+            for (points, v) in series.iter_mut().zip(values) {
+                points.push((labels.clone(), v));
+            }
         }
-        gauge(
-            e,
-            "rocketmq_consumer_lag_messages",
-            "Messages stored but not yet consumed (committed) by the group",
-            None,
-            &lag,
-        )?;
-        gauge(
-            e,
-            "rocketmq_consumer_lag_latency",
-            "Age of the group's oldest unconsumed message",
-            Some(&Unit::Other("milliseconds".into())),
-            &latency,
-        )?;
+        let described = [
+            (
+                "rocketmq_consumer_lag_messages",
+                "Messages stored but not yet consumed (committed) by the group",
+                None,
+            ),
+            (
+                "rocketmq_consumer_lag_latency",
+                "Age of the group's oldest unconsumed message",
+                Some(&ms),
+            ),
+            (
+                "rocketmq_consumer_inflight_messages",
+                "Messages pulled by the group but not yet committed",
+                None,
+            ),
+            (
+                "rocketmq_consumer_queueing_latency",
+                "Age of the group's oldest message not yet pulled",
+                Some(&ms),
+            ),
+            (
+                "rocketmq_consumer_ready_messages",
+                "Messages stored but not yet pulled by the group",
+                None,
+            ),
+        ];
+        for ((name, help, unit), points) in described.into_iter().zip(&series) {
+            gauge(e, name, help, unit, points)?;
+        }
         let producers: Vec<_> = s
             .meta
             .producers
@@ -403,18 +480,26 @@ impl Exposition {
             "Records not kept because a shard's metrics map was full",
             &one(self.snap.dropped),
         )?;
-        let depths: Vec<(Labels, i64)> = f
-            .completion_depths
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (vec![("shard", Cow::Owned(i.to_string()))], *d as i64))
-            .collect();
+        let by_shard = |depths: &[u64]| -> Vec<(Labels, i64)> {
+            depths
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (vec![("shard", Cow::Owned(i.to_string()))], *d as i64))
+                .collect()
+        };
         gauge(
             e,
             "ringmq_completion_queue_depth",
             "Writer completions waiting for their shard",
             None,
-            &depths,
+            &by_shard(&f.completion_depths),
+        )?;
+        gauge(
+            e,
+            "ringmq_mesh_queue_depth",
+            "Jobs other shards posted to the shard, not yet taken up",
+            None,
+            &by_shard(&f.mesh_depths),
         )?;
         let w = &f.writer_batches;
         counter(
@@ -488,6 +573,7 @@ impl Collector for Exposition {
     fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         self.encode_messages(&mut e)?;
         self.encode_rpc(&mut e)?;
+        self.encode_creations(&mut e)?;
         self.encode_consumers(&mut e)?;
         self.encode_broker(&mut e)
     }
@@ -642,6 +728,9 @@ mod tests {
             Lag {
                 messages: 5,
                 latency_ms: 1200,
+                inflight: 2,
+                ready: 3,
+                queueing_ms: 700,
             },
         );
         snap.meta.topics = 3;
@@ -652,6 +741,7 @@ mod tests {
             reserve_time_ms: Some(60_000),
             group_commit: Some([2, 10, 4096, 500]),
             completion_depths: vec![0, 3],
+            mesh_depths: vec![2],
             ..BrokerFigures::default()
         };
         let text = render(common(), Exposition { snap, broker });
@@ -659,6 +749,13 @@ mod tests {
             "consumer_group=\"G\",topic=\"%RETRY%G\",is_retry=\"true\",is_system=\"false\"} 5"
         ));
         assert!(line(&text, "rocketmq_consumer_lag_latency_milliseconds{").ends_with(" 1200"));
+        assert!(
+            line(&text, "rocketmq_consumer_inflight_messages{").ends_with(
+                "consumer_group=\"G\",topic=\"%RETRY%G\",is_retry=\"true\",is_system=\"false\"} 2"
+            )
+        );
+        assert!(line(&text, "rocketmq_consumer_ready_messages{").ends_with(" 3"));
+        assert!(line(&text, "rocketmq_consumer_queueing_latency_milliseconds{").ends_with(" 700"));
         assert!(line(&text, "rocketmq_topic_number{").ends_with(" 3"));
         assert!(line(&text, "rocketmq_broker_permission{").ends_with(" 6"));
         assert!(line(&text, "rocketmq_producer_connections{")
@@ -672,7 +769,12 @@ mod tests {
             line(&text, "rocketmq_storage_message_reserve_time_milliseconds{").ends_with(" 60000")
         );
         assert!(text.contains(",shard=\"1\"} 3\n"), "{text}");
+        assert!(line(&text, "ringmq_mesh_queue_depth{").ends_with(",shard=\"0\"} 2"));
         assert!(line(&text, "ringmq_group_commit_rounds_total{").ends_with(" 2"));
+        assert!(
+            !text.contains("rocketmq_topic_create_execution_time_milliseconds_count{"),
+            "no creation seen, no point: {text}"
+        );
         assert!(line(&text, "ringmq_group_commit_sync_microseconds_total{").ends_with(" 500"));
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod code_names;
 pub mod exposition;
+pub mod pulled;
 pub mod record;
 pub mod snapshot;
 
@@ -27,6 +28,7 @@ use crate::broker::error::BrokerError;
 use crate::broker::metrics::exposition::{BrokerFigures, Exposition};
 use crate::broker::metrics::record::{RpcKey, RpcResult};
 use crate::broker::shard::Shard;
+use crate::protocol::RemotingCommand;
 use crate::remoting::Outbound;
 use crate::runtime;
 use crate::runtime::net::{Listener, Stream};
@@ -83,8 +85,7 @@ async fn broker_figures(s0: &Rc<Shard>, sources: &Sources) -> BrokerFigures {
     BrokerFigures {
         permission: BROKER_PERMISSION,
         storage_size_bytes: disk.ok().map(|d| d.used_bytes),
-        // ringmq's writer does not publish how far its flush has come.
-        flush_behind_bytes: None,
+        flush_behind_bytes: Some(ctx.writer.flush_behind_bytes()),
         // A record is published only with its consume-queue units (ARCHITECTURE's data flow).
         dispatch_behind_bytes: 0,
         reserve_time_ms: (earliest >= 0).then(|| crate::common::now_ms() - earliest),
@@ -105,6 +106,9 @@ async fn broker_figures(s0: &Rc<Shard>, sources: &Sources) -> BrokerFigures {
             .completion_queues
             .iter()
             .map(|q| q.depth() as u64)
+            .collect(),
+        mesh_depths: (0..s0.mesh.len())
+            .map(|i| s0.mesh.queued(i) as u64)
             .collect(),
     }
 }
@@ -150,6 +154,20 @@ impl RpcTimer {
         };
         record::rpc(key, elapsed_ms);
     }
+}
+
+/// Runs a topic's or subscription group's creation, recording how long it took and whether it
+/// succeeded (Java's `rocketmq_topic_create_execution_time` and
+/// `rocketmq_consumer_group_create_execution_time`).
+pub async fn timed_creation(
+    what: record::Creation,
+    create: impl std::future::Future<Output = Result<RemotingCommand, BrokerError>>,
+) -> Result<RemotingCommand, BrokerError> {
+    let started = Instant::now();
+    let r = create.await;
+    let succeeded = matches!(&r, Ok(c) if c.code == crate::protocol::codes::response_code::SUCCESS);
+    record::created(what, succeeded, started.elapsed().as_secs_f64() * 1000.0);
+    r
 }
 
 /// The response code of an encoded response: the first field of ringmq's JSON header, or the

@@ -1,8 +1,9 @@
 //! The figures a shard records for metrics and broker statistics, in a thread-local that only
 //! that shard's thread touches: messages and bytes in per topic and message type (with a size
 //! histogram), out per topic and consumer group, RPC latency per (request code, response code,
-//! long polling, result), sends to a dead-letter queue, transaction commits and rollbacks, and
-//! messages sent back for retry.
+//! long polling, result), sends to a dead-letter queue, transaction commits and rollbacks (and
+//! the half messages opened or closed otherwise), messages sent back for retry, and how long
+//! topic and group creations took.
 //!
 //! Recording costs the message path a `RefCell` borrow and a hash lookup by the borrowed topic
 //! (and group) `&str`; only the first record of a topic (or topic and group, or code pair) on a
@@ -32,10 +33,13 @@ pub const MESSAGE_SIZE_BOUNDS: [f64; 6] = [
     2_097_152.0,
     4_194_304.0,
 ];
+/// The creation-time histograms' bucket bounds in ms (Java's `createTimeBuckets`).
+pub const CREATE_TIME_BOUNDS_MS: [f64; 5] = [10.0, 100.0, 1000.0, 3000.0, 5000.0];
 /// Slots of a histogram: the most bounds of any histogram here, plus +Inf.
 pub const HIST_SLOTS: usize = 10;
 const _: () = assert!(RPC_LATENCY_BOUNDS_MS.len() < HIST_SLOTS);
 const _: () = assert!(MESSAGE_SIZE_BOUNDS.len() < HIST_SLOTS);
+const _: () = assert!(CREATE_TIME_BOUNDS_MS.len() < HIST_SLOTS);
 
 /// A histogram's counts per bucket (not cumulative; slot `bounds.len()` is +Inf) and its sum.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -135,6 +139,13 @@ impl RpcResult {
     }
 }
 
+/// What an UPDATE_AND_CREATE_TOPIC or UPDATE_AND_CREATE_SUBSCRIPTIONGROUP created or updated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Creation {
+    Topic { system: bool },
+    Group,
+}
+
 /// A shard's recorded figures.
 #[derive(Default)]
 pub struct ShardFigures {
@@ -149,6 +160,14 @@ pub struct ShardFigures {
     pub send_back: HashMap<Box<str>, u64>,
     /// Transaction decisions by the half message's topic: (commits, rollbacks).
     pub decisions: HashMap<Box<str>, (u64, u64)>,
+    /// Half messages by real topic counted otherwise than by the sends and decisions above:
+    /// those found open at start count up, those closed without a decision (discarded or
+    /// skipped by the check) down.
+    pub half_adjust: HashMap<Box<str>, i64>,
+    /// Topic creation times by [succeeded][system topic], group creation times by
+    /// [succeeded] (ms).
+    pub topic_creates: [[Hist; 2]; 2],
+    pub group_creates: [Hist; 2],
     /// Records not kept because a map was full.
     pub dropped: u64,
 }
@@ -264,6 +283,26 @@ pub fn decision(topic: &str, commit: bool) {
                 d.1 += 1;
             }
         }
+    })
+}
+
+/// `delta` half messages of `topic` opened (found open at start) or closed without a decision.
+pub fn half_adjust(topic: &str, delta: i64) {
+    with(|f| {
+        if let Some(n) = entry(&mut f.half_adjust, &mut f.dropped, topic) {
+            *n += delta;
+        }
+    })
+}
+
+/// A topic or group creation request was answered after `elapsed_ms`.
+pub fn created(what: Creation, succeeded: bool, elapsed_ms: f64) {
+    with(|f| {
+        let h = match what {
+            Creation::Topic { system } => &mut f.topic_creates[succeeded as usize][system as usize],
+            Creation::Group => &mut f.group_creates[succeeded as usize],
+        };
+        h.observe(&CREATE_TIME_BOUNDS_MS, elapsed_ms);
     })
 }
 

@@ -57,10 +57,15 @@ pub async fn run(shard: Rc<Shard>) {
 enum Step {
     /// Too young, or stored after the run began: the run ends here.
     Stop,
-    /// Resolved without writing anything (blank unit, record gone, too old).
-    Skip,
+    /// Resolved without writing anything (blank unit, record gone, too old); the half
+    /// message's real topic when it could be read.
+    Skip(Option<String>),
     /// Checked `transactionCheckMax` times: moved to TRANS_CHECK_MAX_TIME_TOPIC.
-    Discard { record: AppendRecord, uniq: String },
+    Discard {
+        record: AppendRecord,
+        uniq: String,
+        real_topic: String,
+    },
     /// Copied to the end of the half queue, with a check to send about the copy (none for an
     /// immunity copy).
     PutBack {
@@ -111,11 +116,22 @@ pub async fn check_once(shard: &Rc<Shard>) {
         let mut entries = Vec::with_capacity(offs.len());
         let mut pending = Vec::new();
         let mut parts = Vec::with_capacity(steps.len());
+        // The real topics of the half messages this batch closes without a decision.
+        let mut closed = Vec::new();
         for step in steps {
             match step {
-                Step::Stop | Step::Skip => parts.push((None, None, None)),
-                Step::Discard { record, uniq } => {
+                Step::Stop => parts.push((None, None, None)),
+                Step::Skip(real_topic) => {
+                    closed.extend(real_topic);
+                    parts.push((None, None, None));
+                }
+                Step::Discard {
+                    record,
+                    uniq,
+                    real_topic,
+                } => {
                     records.push(record);
+                    closed.push(real_topic);
                     parts.push((Some(uniq), None, None));
                 }
                 Step::PutBack { copy, uniq, check } => {
@@ -162,6 +178,9 @@ pub async fn check_once(shard: &Rc<Shard>) {
         }
         if !ok {
             break;
+        }
+        for topic in closed {
+            crate::broker::metrics::record::half_adjust(&topic, -1);
         }
         for (c, uniq, at) in pending {
             let cmd = records::check_request(shard, c.body, &c.real_topic, &uniq, &at);
@@ -217,7 +236,7 @@ fn walk_batch(shard: &Shard, started_ms: i64) -> (Vec<u64>, Vec<Step>, bool) {
             Step::Discard { record, .. } | Step::PutBack { copy: record, .. } => {
                 record.stored_len()
             }
-            Step::Stop | Step::Skip => 0,
+            Step::Stop | Step::Skip(_) => 0,
         };
         offs.push(next);
         steps.push(step);
@@ -230,7 +249,7 @@ fn walk_batch(shard: &Shard, started_ms: i64) -> (Vec<u64>, Vec<Step>, bool) {
 fn examine(shard: &Shard, off: u64, started_ms: i64) -> Step {
     let cfg = &shard.ctx.cfg;
     let Some(unit) = shard.unit_at(TRANS_HALF_TOPIC, HALF_QUEUE_ID, off) else {
-        return Step::Skip;
+        return Step::Skip(None);
     };
     let mut reader = shard.reader();
     let half = match reader
@@ -241,7 +260,7 @@ fn examine(shard: &Shard, off: u64, started_ms: i64) -> Step {
         Ok(h) => h,
         Err(e) => {
             tracing::warn!(half = off, phy = unit.phy_offset, error = %e, "half message unreadable; skipped");
-            return Step::Skip;
+            return Step::Skip(None);
         }
     };
     if half.store_timestamp >= started_ms {
@@ -250,15 +269,20 @@ fn examine(shard: &Shard, off: u64, started_ms: i64) -> Step {
     let now = now_ms();
     let mut props = properties::parse(half.properties);
     let uniq = value(&props, keys::UNIQ_KEY).unwrap_or("").to_owned();
+    let real_topic = value(&props, keys::REAL_TOPIC).unwrap_or("").to_owned();
     let times: i32 = value(&props, keys::TRANSACTION_CHECK_TIMES)
         .and_then(|t| t.parse().ok())
         .unwrap_or(0);
     if times >= cfg.transaction.check_max {
         return match records::discarded_record(&half) {
-            Ok(record) => Step::Discard { record, uniq },
+            Ok(record) => Step::Discard {
+                record,
+                uniq,
+                real_topic,
+            },
             Err(e) => {
                 tracing::error!(half = off, error = %e, "cannot re-encode a half message to discard it; skipped");
-                Step::Skip
+                Step::Skip(Some(real_topic))
             }
         };
     }
@@ -268,7 +292,7 @@ fn examine(shard: &Shard, off: u64, started_ms: i64) -> Step {
             half = off,
             "half message older than fileReservedTime; skipped"
         );
-        return Step::Skip;
+        return Step::Skip(Some(real_topic));
     }
     let age = now - half.born_timestamp;
     let immunity_prop = value(&props, keys::CHECK_IMMUNITY_TIME_IN_SECONDS);
@@ -293,7 +317,7 @@ fn examine(shard: &Shard, off: u64, started_ms: i64) -> Step {
             },
             Err(e) => {
                 tracing::error!(half = off, error = %e, "cannot copy a half message; skipped");
-                Step::Skip
+                Step::Skip(Some(real_topic))
             }
         };
     }
@@ -303,7 +327,6 @@ fn examine(shard: &Shard, off: u64, started_ms: i64) -> Step {
         (times + 1).to_string(),
     );
     let group = value(&props, keys::PGROUP).unwrap_or("").to_owned();
-    let real_topic = value(&props, keys::REAL_TOPIC).unwrap_or("").to_owned();
     match (
         records::half_copy(&half, &props),
         records::check_body(&half, &props),
@@ -319,7 +342,7 @@ fn examine(shard: &Shard, off: u64, started_ms: i64) -> Step {
         },
         (Err(e), _) | (_, Err(e)) => {
             tracing::error!(half = off, error = %e, "cannot copy a half message for its check; skipped");
-            Step::Skip
+            Step::Skip(Some(real_topic))
         }
     }
 }

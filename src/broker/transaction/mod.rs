@@ -91,21 +91,40 @@ fn recover(shard: &Shard) -> TransactionState {
     }
     // Several open half records of one transaction: a check put copies back before the crash.
     let mut by_uniq: HashMap<String, Vec<u64>> = HashMap::new();
+    // Open transactions by real topic, for the half-messages metric: one per UNIQ_KEY.
+    let mut open: HashMap<String, i64> = HashMap::new();
     for off in state.half_progress..half_max {
         if state.is_resolved(off) {
             continue;
         }
-        let uniq = read_record(shard, TRANS_HALF_TOPIC, off, |r| {
-            properties::get(r.properties, keys::UNIQ_KEY).map(str::to_owned)
+        let read = read_record(shard, TRANS_HALF_TOPIC, off, |r| {
+            let get = |k| properties::get(r.properties, k).map(str::to_owned);
+            (
+                get(keys::UNIQ_KEY),
+                get(keys::REAL_TOPIC).unwrap_or_default(),
+            )
         });
-        if let Ok(Some(Some(u))) = uniq {
-            by_uniq.entry(u).or_default().push(off);
+        let Ok(Some((uniq, topic))) = read else {
+            continue;
+        };
+        match uniq {
+            Some(u) => {
+                let offs = by_uniq.entry(u).or_default();
+                if offs.is_empty() {
+                    *open.entry(topic).or_default() += 1;
+                }
+                offs.push(off);
+            }
+            None => *open.entry(topic).or_default() += 1,
         }
     }
     for (u, offs) in by_uniq {
         if offs.len() > 1 {
             state.add_copies(u, offs);
         }
+    }
+    for (topic, n) in open {
+        crate::broker::metrics::record::half_adjust(&topic, n);
     }
     persist(shard, &state);
     state
