@@ -1,6 +1,6 @@
 //! ACL 2.0's user and ACL management as typed calls (AUTH_* 3001-3010, as Java's
 //! `MQClientAPIImpl` sends them: the name or subject in the header, `UserInfo`/`AclInfo` as
-//! the body), and the [`Credentials`] an [`AdminClient`] signs its requests with.
+//! the body).
 
 use super::client::malformed;
 use super::{AdminClient, AdminError};
@@ -11,20 +11,6 @@ use crate::protocol::headers::{
     UserRequestHeader,
 };
 use crate::protocol::RemotingCommand;
-
-/// An access key and its secret key: a user's name and password under ACL 2.0.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub access_key: String,
-    pub secret_key: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    /// The secret is never printed.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Credentials({}, <secret>)", self.access_key)
-    }
-}
 
 fn user_request(code: i32, username: &str) -> RemotingCommand {
     let mut cmd = RemotingCommand::new_request(code);

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::auth::Credentials;
 use super::bodies::{
     parse_properties, properties_text, ClusterInfo, ConsumeStats, ConsumerConnection, GroupList,
     KvTable, ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig, TopicConfig, TopicList,
@@ -41,6 +40,20 @@ pub struct BrokerRef {
     /// 0 for a master.
     pub broker_id: i64,
     pub addr: String,
+}
+
+/// An access key and its secret key: a user's name and password under ACL 2.0.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    /// The secret is never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Credentials({}, <secret>)", self.access_key)
+    }
 }
 
 /// A blocking admin client of one RocketMQ (or ringmq) deployment.

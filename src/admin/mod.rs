@@ -5,7 +5,7 @@
 //! per call, with connect, read and write timeouts), `client` (the [`AdminClient`]: broker
 //! resolution from GET_BROKER_CLUSTER_INFO and routes, one typed method per request),
 //! `messages` (messages read back from stored records, sending one), `auth` (ACL 2.0's user
-//! and ACL requests, and the credentials every request is signed with when given), `bodies`
+//! and ACL requests; the client signs every request when given `Credentials`), `bodies`
 //! (the typed reply bodies) and `object_map` (the reader of fastjson's maps keyed by JSON
 //! objects). Every failure is one [`AdminError`]. An `AdminClient` holds no connection and no global state: it
 //! is `Send + Sync` and cheap to clone, so any thread of any program can share one.
@@ -17,8 +17,7 @@ mod messages;
 pub mod object_map;
 mod transport;
 
-pub use auth::Credentials;
-pub use client::{AdminClient, BrokerRef, DEFAULT_NAMESRV, DEFAULT_TIMEOUT};
+pub use client::{AdminClient, BrokerRef, Credentials, DEFAULT_NAMESRV, DEFAULT_TIMEOUT};
 pub use messages::{
     MessageView, PullResult, SendResult, ADMIN_PRODUCER_GROUP, TOOLS_CONSUMER_GROUP,
 };
