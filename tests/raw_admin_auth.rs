@@ -490,6 +490,25 @@ fn users_and_acls_survive_a_restart() {
         RemotingCommand::new_request(req::AUTH_GET_ACL).with_ext("subject", "User:bob"),
     ));
     ok(&before, "get acl");
+    // Changes sent at once on several connections (both shards) are all kept: each is
+    // applied to what the one before it left.
+    let broker = b.broker;
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut ci = Conn::connect(broker);
+                let name = format!("u{i}");
+                let body = json!({"password": format!("pw{i}")});
+                ci.call(root(user_cmd(req::AUTH_CREATE_USER, &name, Some(body))))
+            })
+        })
+        .collect();
+    for t in threads {
+        ok(&t.join().unwrap(), "concurrent create");
+    }
+    let r = c.call(root(RemotingCommand::new_request(req::AUTH_LIST_USER)));
+    assert_eq!(body(&r).as_array().unwrap().len(), 10, "root, bob, u0..u7");
+
     // A write that fails answers SYSTEM_ERROR and changes nothing (a directory where the
     // temporary file goes makes it fail, even for root).
     let blocker = b.dir.path().join("config/users.json.tmp");
@@ -536,7 +555,11 @@ fn users_and_acls_survive_a_restart() {
         r.remark
     );
     let r = c.call(root(RemotingCommand::new_request(req::AUTH_LIST_USER)));
-    assert_eq!(body(&r).as_array().unwrap().len(), 2, "root once, bob");
+    assert_eq!(
+        body(&r).as_array().unwrap().len(),
+        10,
+        "root once, bob, u0..u7"
+    );
     drop(c);
     let dir = b.stop();
 
