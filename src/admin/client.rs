@@ -6,6 +6,7 @@
 //! masters serving it). Each call opens its own connection (see `transport`), so one client can
 //! be shared by any number of threads.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use super::bodies::{
 };
 use super::transport::{invoke, invoke_ok};
 use super::AdminError;
+use crate::auth::signature::sign_request;
 use crate::protocol::body::{
     from_json, to_json, SubscriptionGroupWrapper, TopicConfigSerializeWrapper, MASTER_ID,
 };
@@ -40,11 +42,27 @@ pub struct BrokerRef {
     pub addr: String,
 }
 
+/// An access key and its secret key: a user's name and password under ACL 2.0.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    /// The secret is never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Credentials({}, <secret>)", self.access_key)
+    }
+}
+
 /// A blocking admin client of one RocketMQ (or ringmq) deployment.
 #[derive(Clone, Debug)]
 pub struct AdminClient {
     namesrv: Vec<String>,
     timeout: Duration,
+    /// When set, every request is signed with them (Java's `AclClientRPCHook`).
+    credentials: Option<Credentials>,
 }
 
 impl AdminClient {
@@ -65,7 +83,30 @@ impl AdminClient {
         Ok(AdminClient {
             namesrv,
             timeout: DEFAULT_TIMEOUT,
+            credentials: None,
         })
+    }
+
+    /// The same client signing every request it sends with these credentials.
+    pub fn with_credentials(mut self, credentials: Credentials) -> AdminClient {
+        self.credentials = Some(credentials);
+        self
+    }
+
+    /// The request as it goes out: signed when the client has credentials, after every
+    /// header field and the body are in place.
+    fn outgoing<'a>(
+        &self,
+        cmd: &'a RemotingCommand,
+    ) -> Result<Cow<'a, RemotingCommand>, AdminError> {
+        let Some(c) = &self.credentials else {
+            return Ok(Cow::Borrowed(cmd));
+        };
+        let mut signed = cmd.clone();
+        sign_request(&mut signed, &c.access_key, &c.secret_key).map_err(|e| {
+            AdminError::InvalidArgument(format!("the request cannot be signed: {e}"))
+        })?;
+        Ok(Cow::Owned(signed))
     }
 
     /// The same client with another per-call timeout.
@@ -85,7 +126,7 @@ impl AdminClient {
     /// Sends any request to `addr` and returns the reply whatever its code (for requests this
     /// client has no method for).
     pub fn invoke(&self, addr: &str, cmd: &RemotingCommand) -> Result<RemotingCommand, AdminError> {
-        invoke(addr, cmd, self.timeout)
+        invoke(addr, &*self.outgoing(cmd)?, self.timeout)
     }
 
     /// Sends a request to `addr`; any code but SUCCESS is `Refused`.
@@ -95,7 +136,7 @@ impl AdminClient {
         cmd: &RemotingCommand,
         what: &str,
     ) -> Result<RemotingCommand, AdminError> {
-        invoke_ok(addr, cmd, what, self.timeout)
+        invoke_ok(addr, &*self.outgoing(cmd)?, what, self.timeout)
     }
 
     /// Sends a request (built afresh per attempt) to the name servers in turn; the first that
@@ -107,7 +148,7 @@ impl AdminClient {
     ) -> Result<(String, RemotingCommand), AdminError> {
         let mut last = None;
         for addr in &self.namesrv {
-            match invoke_ok(addr, &build(), what, self.timeout) {
+            match invoke_ok(addr, &*self.outgoing(&build())?, what, self.timeout) {
                 Err(e) if e.is_unreachable() => last = Some(e),
                 other => return other.map(|r| (addr.clone(), r)),
             }

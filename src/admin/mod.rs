@@ -4,18 +4,20 @@
 //! Owns the admin side of RocketMQ's remoting protocol: `transport` (one std::net connection
 //! per call, with connect, read and write timeouts), `client` (the [`AdminClient`]: broker
 //! resolution from GET_BROKER_CLUSTER_INFO and routes, one typed method per request),
-//! `messages` (messages read back from stored records, sending one), `bodies` (the typed reply
-//! bodies) and `object_map` (the reader of fastjson's maps keyed by JSON objects). Every
-//! failure is one [`AdminError`]. An `AdminClient` holds no connection and no global state: it
+//! `messages` (messages read back from stored records, sending one), `auth` (ACL 2.0's user
+//! and ACL requests; the client signs every request when given `Credentials`), `bodies`
+//! (the typed reply bodies) and `object_map` (the reader of fastjson's maps keyed by JSON
+//! objects). Every failure is one [`AdminError`]. An `AdminClient` holds no connection and no global state: it
 //! is `Send + Sync` and cheap to clone, so any thread of any program can share one.
 
+mod auth;
 pub mod bodies;
 mod client;
 mod messages;
 pub mod object_map;
 mod transport;
 
-pub use client::{AdminClient, BrokerRef, DEFAULT_NAMESRV, DEFAULT_TIMEOUT};
+pub use client::{AdminClient, BrokerRef, Credentials, DEFAULT_NAMESRV, DEFAULT_TIMEOUT};
 pub use messages::{
     MessageView, PullResult, SendResult, ADMIN_PRODUCER_GROUP, TOOLS_CONSUMER_GROUP,
 };

@@ -5,8 +5,10 @@
 //! aligned table for people, or with `--json` one JSON document on stdout for scripts) and the
 //! exit codes: 0 success, 1 the server refused or the thing does not exist, 2 a usage error
 //! (as clap's own), 3 a name server or broker unreachable; every failure is one line on stderr.
-//! The commands live by subject: `topics`, `groups`, `messages`, `brokers`; `output` renders.
+//! The commands live by subject: `topics`, `groups`, `messages`, `brokers`, `auth` (ACL 2.0's
+//! users and ACLs, and the credentials every command signs with); `output` renders.
 
+mod auth;
 mod brokers;
 mod groups;
 mod messages;
@@ -39,6 +41,13 @@ pub struct AdminArgs {
     /// Timeout of each request, in milliseconds.
     #[arg(long = "timeoutMillis", global = true, default_value_t = 5000)]
     pub timeout_ms: u64,
+    /// Sign every request as this user (default: $ROCKETMQ_ACCESS_KEY, then `accessKey` of
+    /// $ROCKETMQ_HOME/conf/tools.yml).
+    #[arg(long = "access-key", global = true)]
+    pub access_key: Option<String>,
+    /// The user's secret key (default: $ROCKETMQ_SECRET_KEY, then `secretKey` of tools.yml).
+    #[arg(long = "secret-key", global = true)]
+    pub secret_key: Option<String>,
     #[command(subcommand)]
     pub cmd: AdminCmd,
 }
@@ -105,6 +114,36 @@ pub enum AdminCmd {
     /// Read messages from a topic's queues (the group's offsets are not moved).
     #[command(name = "consumeMessage")]
     ConsumeMessage(messages::ConsumeMessageArgs),
+    /// Create an ACL 2.0 user.
+    #[command(name = "createUser")]
+    CreateUser(auth::CreateUserArgs),
+    /// Change a user's password, type or status.
+    #[command(name = "updateUser")]
+    UpdateUser(auth::UpdateUserArgs),
+    /// Delete a user and its ACL.
+    #[command(name = "deleteUser")]
+    DeleteUser(auth::UserArgs),
+    /// Show a user.
+    #[command(name = "getUser")]
+    GetUser(auth::UserArgs),
+    /// List the users.
+    #[command(name = "listUser")]
+    ListUser(auth::ListUserArgs),
+    /// Create a subject's ACL, or merge these entries into it.
+    #[command(name = "createAcl")]
+    CreateAcl(auth::AclArgs),
+    /// Merge these entries into a subject's ACL.
+    #[command(name = "updateAcl")]
+    UpdateAcl(auth::AclArgs),
+    /// Delete a subject's ACL, or one resource's entry of it.
+    #[command(name = "deleteAcl")]
+    DeleteAcl(auth::DeleteAclArgs),
+    /// Show a subject's ACL.
+    #[command(name = "getAcl")]
+    GetAcl(auth::GetAclArgs),
+    /// List the ACLs.
+    #[command(name = "listAcl")]
+    ListAcl(auth::ListAclArgs),
 }
 
 /// What a command failed on.
@@ -162,6 +201,17 @@ pub fn run(args: AdminArgs) -> i32 {
         Ok(c) => c.with_timeout(std::time::Duration::from_millis(args.timeout_ms.max(1))),
         Err(e) => return fail(CliError::Admin(e)),
     };
+    let env = |k: &str| std::env::var(k).ok();
+    let home = env("ROCKETMQ_HOME").map(std::path::PathBuf::from);
+    let client = match auth::credentials(
+        (args.access_key.as_deref(), args.secret_key.as_deref()),
+        (env("ROCKETMQ_ACCESS_KEY"), env("ROCKETMQ_SECRET_KEY")),
+        home.as_deref(),
+    ) {
+        Ok(Some(c)) => client.with_credentials(c),
+        Ok(None) => client,
+        Err(e) => return fail(e),
+    };
     let ctx = Ctx {
         client,
         json: args.json,
@@ -187,6 +237,16 @@ pub fn run(args: AdminArgs) -> i32 {
         AdminCmd::UpdateBrokerConfig(a) => brokers::update_broker_config(&ctx, a),
         AdminCmd::SendMessage(a) => messages::send_message(&ctx, a),
         AdminCmd::ConsumeMessage(a) => messages::consume_message(&ctx, a),
+        AdminCmd::CreateUser(a) => auth::create_user(&ctx, a),
+        AdminCmd::UpdateUser(a) => auth::update_user(&ctx, a),
+        AdminCmd::DeleteUser(a) => auth::delete_user(&ctx, a),
+        AdminCmd::GetUser(a) => auth::get_user(&ctx, a),
+        AdminCmd::ListUser(a) => auth::list_user(&ctx, a),
+        AdminCmd::CreateAcl(a) => auth::create_acl(&ctx, a),
+        AdminCmd::UpdateAcl(a) => auth::update_acl(&ctx, a),
+        AdminCmd::DeleteAcl(a) => auth::delete_acl(&ctx, a),
+        AdminCmd::GetAcl(a) => auth::get_acl(&ctx, a),
+        AdminCmd::ListAcl(a) => auth::list_acl(&ctx, a),
     };
     match res {
         Ok(()) => EXIT_OK,

@@ -4,6 +4,7 @@
 //! `plain_acl.yml` into that model; `table` checks one request against all of it.
 
 pub mod authorize;
+pub mod bodies;
 pub mod metadata;
 pub mod model;
 pub mod plain_acl;

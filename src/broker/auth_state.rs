@@ -74,9 +74,20 @@ impl AuthOwner {
     pub fn load(cfg: &BrokerConfig) -> Result<AuthOwner, AuthStartError> {
         let dir = cfg.store.store_path_root_dir.join("config");
         let mut meta = AuthMetadata::load(&dir)?;
-        if let Some(init) = &cfg.auth.init_authentication_user {
-            if meta.ensure_super_user(&init.name, &init.secret) {
-                tracing::info!(user = %init.name, "initAuthenticationUser created as a Super user");
+        // Both are created as Super users when absent, as Java's `initUser` does: the inner
+        // credentials are what this broker's slaves sign their sync requests with.
+        let initial = [
+            ("initAuthenticationUser", &cfg.auth.init_authentication_user),
+            (
+                "innerClientAuthenticationCredentials",
+                &cfg.auth.inner_client_credentials,
+            ),
+        ];
+        for (key, creds) in initial {
+            if let Some(c) = creds {
+                if meta.ensure_super_user(&c.name, &c.secret) {
+                    tracing::info!(user = %c.name, key, "user created as a Super user");
+                }
             }
         }
         let home = std::env::var_os("ROCKETMQ_HOME").map(PathBuf::from);

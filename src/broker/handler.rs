@@ -12,8 +12,9 @@ use crate::broker::metrics::record::Creation;
 use crate::broker::metrics::{timed_creation, RpcTimer};
 use crate::broker::shard::Shard;
 use crate::broker::{
-    admin, admin_config, admin_conns, admin_groups, admin_offsets, admin_stats, admin_store,
-    clients, offsets, pull, query, relay, replicas, reply, retry, send, topic_delete, transaction,
+    admin, admin_auth, admin_config, admin_conns, admin_groups, admin_offsets, admin_stats,
+    admin_store, clients, offsets, pull, query, relay, replicas, reply, retry, send, topic_delete,
+    transaction,
 };
 use crate::broker::{auth_gate, broker_stats, runtime_info};
 use crate::protocol::codes::{request_code as req, response_code as rc};
@@ -188,6 +189,16 @@ impl BrokerHandler {
                 req::CLEAN_UNUSED_TOPIC => {
                     frame(admin_store::clean_unused_topic(shard, &cmd).await)
                 }
+                req::AUTH_CREATE_USER
+                | req::AUTH_UPDATE_USER
+                | req::AUTH_DELETE_USER
+                | req::AUTH_GET_USER
+                | req::AUTH_LIST_USER
+                | req::AUTH_CREATE_ACL
+                | req::AUTH_UPDATE_ACL
+                | req::AUTH_DELETE_ACL
+                | req::AUTH_GET_ACL
+                | req::AUTH_LIST_ACL => frame(admin_auth::handle(shard, &cmd).await),
                 _ => {
                     let remark = format!(" request type {code} not supported");
                     tracing::debug!(code, "request code not supported");

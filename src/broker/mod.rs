@@ -8,6 +8,7 @@
 //! needs state owned elsewhere is forwarded with `Mesh::call`; nothing is shared mutably.
 
 pub mod admin;
+pub mod admin_auth;
 pub mod admin_config;
 pub mod admin_conns;
 pub mod admin_groups;

@@ -8,12 +8,14 @@
 //! A required field that is absent is `MissingField(wire name)`. Names are case-sensitive.
 //! Called by broker and name-server handlers; the load generator uses `write_to` on requests.
 
+mod auth;
 mod broker;
 mod client;
 mod controller;
 mod namesrv;
 mod send;
 
+pub use auth::*;
 pub use broker::*;
 pub use client::*;
 pub use controller::*;
