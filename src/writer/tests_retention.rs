@@ -234,6 +234,10 @@ fn a_manual_request_deletes_outside_the_delete_when_hour() {
     let other_hour = ((now_hour + 12) % 24).to_string();
     let c = StoreConfig {
         delete_when: crate::store::config::DeleteWhen::parse(&other_hour).unwrap(),
+        // The host's own disk use must not open the deleteWhen gate (past these ratios
+        // retention deletes at any hour).
+        disk_max_used_space_ratio: 95,
+        disk_space_clean_forcibly_ratio: 95,
         ..expiring(dir.path(), seg, 20)
     };
     let w = start(&c, Box::new(NullDispatcher));
