@@ -61,10 +61,16 @@ pub const V1_RESOURCE_CODES: &[i32] = &[
     rc::UPDATE_CONSUMER_OFFSET,
 ];
 
+/// The key ACLs are kept under: a subject's user name (`User:<name>`), so a request's ACL is
+/// found by its user name without building the subject.
+fn subject_key(subject: &str) -> &str {
+    subject.strip_prefix("User:").unwrap_or(subject)
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct AuthTable {
     users: HashMap<String, User>,
-    /// By subject (`User:<name>`).
+    /// By the subject's user name ([`subject_key`]).
     acls: HashMap<String, Acl>,
     global_white: Vec<AddressRule>,
     /// ACL 1.0 per-account whitelists: from these addresses the account's requests need the
@@ -76,7 +82,10 @@ impl AuthTable {
     pub fn new(users: Vec<User>, acls: Vec<Acl>) -> AuthTable {
         AuthTable {
             users: users.into_iter().map(|u| (u.username.clone(), u)).collect(),
-            acls: acls.into_iter().map(|a| (a.subject.clone(), a)).collect(),
+            acls: acls
+                .into_iter()
+                .map(|a| (subject_key(&a.subject).to_string(), a))
+                .collect(),
             ..AuthTable::default()
         }
     }
@@ -91,7 +100,9 @@ impl AuthTable {
             }
             self.users.insert(a.access_key.clone(), a.user());
             if let Some(acl) = a.acl() {
-                self.acls.entry(acl.subject.clone()).or_insert(acl);
+                self.acls
+                    .entry(subject_key(&acl.subject).to_string())
+                    .or_insert(acl);
             }
             if let Some(w) = &a.white {
                 self.account_white.insert(a.access_key.clone(), w.clone());
@@ -109,7 +120,7 @@ impl AuthTable {
     }
 
     pub fn acl(&self, subject: &str) -> Option<&Acl> {
-        self.acls.get(subject)
+        self.acls.get(subject_key(subject))
     }
 
     pub fn acls(&self) -> impl Iterator<Item = &Acl> {
@@ -183,7 +194,7 @@ impl AuthTable {
         if user.is_some_and(|u| u.user_type == UserType::Super) {
             return Ok(());
         }
-        let subject = match user {
+        let subject = || match user {
             Some(u) => user_subject(&u.username),
             None => "anonymous".to_string(),
         };
@@ -205,13 +216,14 @@ impl AuthTable {
             }
             return Ok(());
         }
-        let acl = user.and_then(|u| self.acls.get(&user_subject(&u.username)));
+        let acl = user.and_then(|u| self.acls.get(u.username.as_str()));
         for c in &wanted {
             let requested = c.requested();
             if let Err(r) = decide(acl, &requested, c.actions, Some(peer)) {
                 let actions: Vec<&str> = c.actions.iter().map(|a| a.name()).collect();
                 return Err(AuthRefusal::Authorization(format!(
-                    "{subject} has no permission to access {} from {peer}, {} (needs {})",
+                    "{} has no permission to access {} from {peer}, {} (needs {})",
+                    subject(),
                     requested.key(),
                     r.detail(),
                     actions.join(" or ")

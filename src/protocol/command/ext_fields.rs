@@ -191,6 +191,15 @@ impl ExtFields {
         let s = self.spans[i];
         &self.text[s.value as usize..s.end as usize]
     }
+
+    /// The `i`th field's (key, value), in insertion order (`i < len()`).
+    pub fn field(&self, i: usize) -> (&str, &str) {
+        let s = self.spans[i];
+        (
+            &self.text[s.key as usize..s.value as usize],
+            &self.text[s.value as usize..s.end as usize],
+        )
+    }
 }
 
 impl PartialEq for ExtFields {
