@@ -4,7 +4,7 @@
 
 mod raw_support;
 
-use raw_support::admin::{admin, create_topic};
+use raw_support::admin::{admin, admin_until_ok, create_topic};
 use raw_support::RawBroker;
 
 fn start() -> RawBroker {
@@ -43,9 +43,9 @@ fn sent_message_is_found_by_id_key_and_offset() {
     let offset_id = sent["offsetMsgId"].as_str().unwrap().to_owned();
     let queue_offset = sent["queueOffset"].as_i64().unwrap().to_string();
 
-    let m = admin(ns, &["queryMsgById", "-t", "AdmM", "-i", &msg_id, "--json"])
-        .ok()
-        .json();
+    // The broker indexes keys and ids behind the send (as Java's reput does): the first
+    // lookup by index may come too early.
+    let m = admin_until_ok(ns, &["queryMsgById", "-t", "AdmM", "-i", &msg_id, "--json"]).json();
     assert_eq!(m["body"], "hello admin", "{m}");
     assert_eq!(m["msgId"], msg_id.as_str(), "{m}");
     assert_eq!(
