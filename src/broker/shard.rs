@@ -70,6 +70,8 @@ pub struct BrokerContext {
     pub ha_client: Arc<crate::broker::ha_status::HaClientState>,
     /// The role now: broker.conf's, or in controller mode the controller's (`broker::role`).
     pub role: Arc<crate::broker::role::RoleState>,
+    /// TLS on the remoting ports and on the broker's connections to name servers and master.
+    pub tls: crate::tls::TlsContext,
 }
 
 /// A queue owned by this shard.

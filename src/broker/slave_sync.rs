@@ -78,6 +78,13 @@ pub async fn run(s0: Rc<Shard>, master: MasterAddr) {
 /// went wrong, one line per table. A lost connection ends the round (the next one connects
 /// again), so a master that does not answer costs one timeout per round, not four.
 async fn sync_all(s0: &Rc<Shard>, addr: SocketAddr, client: &mut Option<Client>) -> Vec<String> {
+    if client.is_none() {
+        // tls.enable: the master's remoting port is reached as the name servers are.
+        match Client::connect_with(addr, RPC_TIMEOUT, &s0.ctx.tls).await {
+            Ok(c) => *client = Some(c),
+            Err(e) => return vec![format!("connect: {e}")],
+        }
+    }
     let mut problems = Vec::new();
     match fetch::<TopicConfigSerializeWrapper>(client, addr, req::GET_ALL_TOPIC_CONFIG).await {
         // A master always has its own system topics: an empty table is not a master's answer.
@@ -120,13 +127,8 @@ async fn fetch<T: serde::de::DeserializeOwned>(
     addr: SocketAddr,
     code: i32,
 ) -> Result<T, String> {
-    let c = match client {
-        Some(c) => c,
-        None => client.insert(
-            Client::connect(addr, RPC_TIMEOUT)
-                .await
-                .map_err(|e| e.to_string())?,
-        ),
+    let Some(c) = client.as_mut() else {
+        return Err(format!("not connected to {addr}"));
     };
     let resp = match c
         .invoke(RemotingCommand::new_request(code), RPC_TIMEOUT)

@@ -48,6 +48,8 @@ pub enum StartError {
     },
     #[error("cannot start shard threads: {0}")]
     Threads(std::io::Error),
+    #[error("tls: {0}")]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 /// A running broker.
@@ -105,6 +107,8 @@ fn bind_all(
 /// Opens the store and starts the writer and the shards.
 pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     cfg.validate()?;
+    let tls = crate::tls::TlsContext::load(&cfg.tls)?;
+    tracing::info!(mode = tls.mode.name(), client = tls.client.is_some(), "tls");
     let n = crate::broker::threads::shard_count(&cfg);
     let (listen_addr, mut main_listeners) = bind_all(cfg.listen_addr, n)?;
     let mut fast_listeners = Vec::new();
@@ -194,6 +198,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         ha_client: Arc::default(),
         role: Arc::new(crate::broker::role::RoleState::from_config(&cfg)),
         ha_addr,
+        tls,
         cfg: cfg.clone(),
     });
     let mut cq_split: Vec<Vec<ConsumeQueue>> = (0..n).map(|_| Vec::new()).collect();
@@ -426,8 +431,9 @@ async fn accept_loop(
         };
         shard.add_conn(info.id, conn);
         let handler = handler.clone();
+        let tls = shard.ctx.tls.clone();
         runtime::spawn(async move {
-            serve(stream, handler, info, rx, responses, limits).await;
+            serve(stream, handler, info, rx, responses, limits, tls).await;
             drop(guard);
         });
     }

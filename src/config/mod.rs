@@ -18,12 +18,14 @@ pub mod keys;
 pub mod limits;
 pub mod local_address;
 pub mod metrics;
+pub mod tls;
 pub mod transaction;
 
 pub use controller_mode::ControllerModeConfig;
 pub use ha::{BrokerRole, HaConfig};
 pub use limits::Limits;
 pub use metrics::MetricsConfig;
+pub use tls::TlsSettings;
 pub use transaction::TransactionConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +93,8 @@ pub struct BrokerConfig {
     pub controller_mode: ControllerModeConfig,
     /// The metrics exporter (see `metrics`).
     pub metrics: MetricsConfig,
+    /// TLS on the remoting ports and the broker's own connections (see `tls`).
+    pub tls: TlsSettings,
     pub store: StoreConfig,
     /// Keys we read but do not act on.
     pub unknown: BTreeMap<String, String>,
@@ -129,6 +133,7 @@ impl Default for BrokerConfig {
             ha: HaConfig::default(),
             controller_mode: ControllerModeConfig::default(),
             metrics: MetricsConfig::default(),
+            tls: TlsSettings::default(),
             store,
             unknown: BTreeMap::new(),
         }
@@ -224,6 +229,9 @@ impl BrokerConfig {
             return done;
         }
         if let Some(done) = self.metrics.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.tls.set(key, value) {
             return done;
         }
         let s = &mut self.store;
