@@ -299,3 +299,49 @@ fn bad_tls_settings_fail_the_start() {
         );
     }
 }
+
+/// tls.enable on a slave: it registers with an enforcing name server and copies its enforcing
+/// master's topics over TLS (the remoting port), while the commit log still arrives over the
+/// plain HA port, as in Java; a message sent to the master is pulled from the slave.
+#[test]
+fn slave_copies_its_master_over_tls() {
+    let certs = Certs::make();
+    let mut opts = certs.server_opts("enforcing");
+    opts.push("tls.enable=true".into());
+    let master = RawBroker::start(&as_str(&opts));
+    let slave_opts = [
+        "brokerRole=SLAVE",
+        "brokerId=1",
+        "slaveReadEnable=true",
+        "fastListenPort=0",
+        "tls.enable=true",
+    ];
+    let slave = RawBroker::start_broker(master.namesrv, &slave_opts);
+
+    let mut m = TlsConn::connect(master.broker, certs.client(None)).expect("master TLS");
+    let r = m.call(raw_support::create_topic_cmd("SyncedT", 2));
+    assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+    let r = m.call(send_cmd("SyncedT", 0, b"over-tls", ""));
+    assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+
+    // The slave's own port is plain (its tls.server.mode is disabled).
+    let mut s = Conn::connect(slave.broker);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = s.call(RemotingCommand::new_request(req::GET_ALL_TOPIC_CONFIG));
+        let synced = r.code == rc::SUCCESS && String::from_utf8_lossy(&r.body).contains("SyncedT");
+        let pulled = s.call(pull_cmd("SyncedT", 0, 0, 0));
+        let got = pulled.code == rc::SUCCESS
+            && records(&pulled.body)
+                .iter()
+                .any(|rec| &rec.body[..] == b"over-tls");
+        if synced && got {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slave did not copy its master (topic {synced}, message {got})"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
