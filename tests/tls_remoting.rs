@@ -334,7 +334,7 @@ fn slave_copies_its_master_over_tls() {
         let got = pulled.code == rc::SUCCESS
             && records(&pulled.body)
                 .iter()
-                .any(|rec| &rec.body[..] == b"over-tls");
+                .any(|rec| rec.body == b"over-tls");
         if synced && got {
             break;
         }
