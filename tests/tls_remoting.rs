@@ -135,6 +135,28 @@ fn enforcing_serves_tls_and_refuses_plain() {
         assert!(Instant::now() < deadline, "the broker never registered");
         std::thread::sleep(Duration::from_millis(100));
     }
+    // ringmq admin: --tls reaches name server and broker (the server unverified, as Java's
+    // default client); --tlsConfigFile verifies it; plain, they are unreachable (exit 3).
+    let listed = raw_support::admin::admin(b.namesrv, &["clusterList", "--tls"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert!(listed.stdout.contains("tls-broker"), "{listed:?}");
+    let props = certs.dir.path().join("tls.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "tls.client.authServer=true\ntls.client.trustCertPath={}\n",
+            certs.ca.display()
+        ),
+    )
+    .unwrap();
+    let props = props.display().to_string();
+    let verified = raw_support::admin::admin(
+        b.namesrv,
+        &["topicStatus", "-t", "TlsT", "--tlsConfigFile", &props],
+    );
+    assert_eq!(verified.code, 0, "{verified:?}");
+    let plain = raw_support::admin::admin(b.namesrv, &["clusterList"]);
+    assert_eq!(plain.code, 3, "{plain:?}");
 }
 
 /// Permissive: plain and TLS clients on the same port. A pull of records scattered between

@@ -45,6 +45,8 @@ pub struct BrokerRef {
 pub struct AdminClient {
     namesrv: Vec<String>,
     timeout: Duration,
+    /// TLS for every connection (`ringmq admin --tls`); plain when None.
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl AdminClient {
@@ -65,7 +67,14 @@ impl AdminClient {
         Ok(AdminClient {
             namesrv,
             timeout: DEFAULT_TIMEOUT,
+            tls: None,
         })
+    }
+
+    /// The same client speaking TLS to name servers and brokers.
+    pub fn with_tls(mut self, config: std::sync::Arc<rustls::ClientConfig>) -> AdminClient {
+        self.tls = Some(config);
+        self
     }
 
     /// The same client with another per-call timeout.
@@ -85,7 +94,7 @@ impl AdminClient {
     /// Sends any request to `addr` and returns the reply whatever its code (for requests this
     /// client has no method for).
     pub fn invoke(&self, addr: &str, cmd: &RemotingCommand) -> Result<RemotingCommand, AdminError> {
-        invoke(addr, cmd, self.timeout)
+        invoke(addr, cmd, self.timeout, self.tls.as_ref())
     }
 
     /// Sends a request to `addr`; any code but SUCCESS is `Refused`.
@@ -95,7 +104,7 @@ impl AdminClient {
         cmd: &RemotingCommand,
         what: &str,
     ) -> Result<RemotingCommand, AdminError> {
-        invoke_ok(addr, cmd, what, self.timeout)
+        invoke_ok(addr, cmd, what, self.timeout, self.tls.as_ref())
     }
 
     /// Sends a request (built afresh per attempt) to the name servers in turn; the first that
@@ -107,7 +116,7 @@ impl AdminClient {
     ) -> Result<(String, RemotingCommand), AdminError> {
         let mut last = None;
         for addr in &self.namesrv {
-            match invoke_ok(addr, &build(), what, self.timeout) {
+            match invoke_ok(addr, &build(), what, self.timeout, self.tls.as_ref()) {
                 Err(e) if e.is_unreachable() => last = Some(e),
                 other => return other.map(|r| (addr.clone(), r)),
             }

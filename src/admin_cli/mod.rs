@@ -39,6 +39,14 @@ pub struct AdminArgs {
     /// Timeout of each request, in milliseconds.
     #[arg(long = "timeoutMillis", global = true, default_value_t = 5000)]
     pub timeout_ms: u64,
+    /// Speak TLS to the name servers and brokers (their `tls.server.mode` permissive or
+    /// enforcing); the server's certificate is verified only as `--tlsConfigFile` says.
+    #[arg(long, global = true)]
+    pub tls: bool,
+    /// A `tls.properties` file of `tls.client.*` keys (trust, client certificate); implies
+    /// `--tls`.
+    #[arg(long = "tlsConfigFile", global = true)]
+    pub tls_config_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub cmd: AdminCmd,
 }
@@ -158,10 +166,28 @@ pub fn run(args: AdminArgs) -> i32 {
                 .filter(|a| !a.trim().is_empty())
         })
         .unwrap_or_else(|| DEFAULT_NAMESRV.to_owned());
-    let client = match AdminClient::new(&addr) {
+    let mut client = match AdminClient::new(&addr) {
         Ok(c) => c.with_timeout(std::time::Duration::from_millis(args.timeout_ms.max(1))),
         Err(e) => return fail(CliError::Admin(e)),
     };
+    if args.tls || args.tls_config_file.is_some() {
+        let settings = crate::config::TlsSettings {
+            enable: Some(true),
+            config_file: args.tls_config_file.clone(),
+            ..Default::default()
+        };
+        match crate::tls::TlsContext::load(&settings) {
+            Ok(crate::tls::TlsContext {
+                client: Some(c), ..
+            }) => client = client.with_tls(c),
+            Ok(_) => {}
+            Err(e) => {
+                return fail(CliError::Admin(crate::admin::AdminError::InvalidArgument(
+                    format!("tls: {e}"),
+                )))
+            }
+        }
+    }
     let ctx = Ctx {
         client,
         json: args.json,
