@@ -49,6 +49,8 @@ pub struct TlsContext {
     /// Present when `tls.enable` is true: the broker's connections to name servers and to its
     /// master use TLS.
     pub client: Option<Arc<ClientConfig>>,
+    /// `tls.ha.enable`: the HA port and the slave's HA connection are TLS (no plain fallback).
+    pub ha: bool,
 }
 
 impl std::fmt::Debug for TlsContext {
@@ -56,6 +58,7 @@ impl std::fmt::Debug for TlsContext {
         f.debug_struct("TlsContext")
             .field("mode", &self.mode)
             .field("client", &self.client.is_some())
+            .field("ha", &self.ha)
             .finish()
     }
 }
@@ -67,6 +70,7 @@ impl TlsContext {
             mode: TlsMode::Disabled,
             server: None,
             client: None,
+            ha: false,
         }
     }
 
@@ -93,6 +97,7 @@ impl TlsContext {
             mode,
             server,
             client,
+            ha: s.ha_enable == Some(true),
         })
     }
 }

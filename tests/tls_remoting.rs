@@ -2,7 +2,8 @@
 //! (sends, pulls, the embedded name server, the broker's own registration over TLS) and closes
 //! plain ones unanswered; permissive mode serves both on one port, a large pull of scattered
 //! records arriving byte for byte as over plain TCP; a client certificate from another CA is
-//! refused with a log line naming the peer and the reason; bad TLS settings stop the start.
+//! refused with a log line naming the peer and the reason; bad TLS settings stop the start; a
+//! slave copies its master with tls.enable (metadata) and tls.ha.enable (the commit log).
 
 mod raw_support;
 mod tls_support;
@@ -294,21 +295,12 @@ fn bad_tls_settings_fail_the_start() {
         for o in &opts {
             cmd.args(["-o", o]);
         }
-        let mut child = cmd
+        let child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                panic!("{opts:?}: ringmq kept running");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = wait_exit(child);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{opts:?} started");
         assert!(
@@ -366,4 +358,86 @@ fn slave_copies_its_master_over_tls() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// tls.ha.enable (ringmq's own) on both sides: the commit log reaches the slave over a TLS HA
+/// link, sent by the master as TLS copies (its sendfile path's fallback), none zero-copy.
+#[test]
+fn ha_link_over_tls() {
+    let certs = Certs::make();
+    let mut opts = certs.server_opts("enforcing");
+    opts.push("tls.enable=true".into());
+    opts.push("tls.ha.enable=true".into());
+    let master = RawBroker::start(&as_str(&opts));
+    let slave_opts = [
+        "brokerRole=SLAVE",
+        "brokerId=1",
+        "slaveReadEnable=true",
+        "fastListenPort=0",
+        "tls.enable=true",
+        "tls.ha.enable=true",
+    ];
+    let slave = RawBroker::start_broker(master.namesrv, &slave_opts);
+
+    let mut m = TlsConn::connect(master.broker, certs.client(None)).expect("master TLS");
+    let before = m.call(runtime_info());
+    let body = vec![b'h'; 50_000];
+    let r = m.call(send_cmd("HaTlsT", 0, &body, ""));
+    assert_eq!(r.code, rc::SUCCESS, "{:?}", r.remark);
+
+    let mut s = Conn::connect(slave.broker);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let pulled = s.call(pull_cmd("HaTlsT", 0, 0, 0));
+        if pulled.code == rc::SUCCESS && records(&pulled.body).iter().any(|r| r.body == body) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slave never got the record");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let after = m.call(runtime_info());
+    let delta = |k| runtime_counter(&after, k) - runtime_counter(&before, k);
+    assert!(
+        delta("tlsCopiedBytes") >= body.len() as u64,
+        "the HA run went through TLS"
+    );
+    assert_eq!(delta("sendfileBytes"), 0, "nothing went out in plain");
+}
+
+/// tls.ha.enable without the side's TLS config stops the start, naming the key.
+#[test]
+fn ha_tls_needs_its_side() {
+    let store = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .args(["serve", "--console-listen", "off", "--store-dir"])
+        .arg(store.path())
+        .args([
+            "--namesrv-listen",
+            "127.0.0.1:0",
+            "--broker-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["-o", "tls.ha.enable=true"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_exit(out);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("tls.ha.enable"), "{stderr}");
+}
+
+/// Waits up to 30 s for a child that must exit on its own.
+fn wait_exit(mut child: std::process::Child) -> std::process::Output {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("ringmq kept running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
 }

@@ -108,6 +108,7 @@ fn bind_all(
 pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     cfg.validate()?;
     let tls = crate::tls::TlsContext::load(&cfg.tls)?;
+    check_ha_tls(&cfg, &tls)?;
     tracing::info!(mode = tls.mode.name(), client = tls.client.is_some(), "tls");
     let n = crate::broker::threads::shard_count(&cfg);
     let (listen_addr, mut main_listeners) = bind_all(cfg.listen_addr, n)?;
@@ -437,6 +438,28 @@ async fn accept_loop(
             drop(guard);
         });
     }
+}
+
+/// `tls.ha.enable` needs what each side of the HA link uses: a master (or a controller-mode
+/// broker) its server certificate, a slave (or a controller-mode broker) `tls.enable`.
+fn check_ha_tls(cfg: &BrokerConfig, tls: &crate::tls::TlsContext) -> Result<(), StartError> {
+    if !tls.ha {
+        return Ok(());
+    }
+    let either = cfg.controller_mode.enabled;
+    let slave = cfg.ha.broker_role.is_slave();
+    let missing = if (either || !slave) && tls.server.is_none() {
+        "a master's HA port needs the server certificate (tls.server.certPath and keyPath, \
+         tls.server.mode not disabled)"
+    } else if (either || slave) && tls.client.is_none() {
+        "a slave's HA connection needs tls.enable=true"
+    } else {
+        return Ok(());
+    };
+    Err(StartError::Tls(crate::tls::TlsError::Invalid {
+        key: "tls.ha.enable",
+        reason: missing.into(),
+    }))
 }
 
 /// The open-connection counters a new connection is admitted against.

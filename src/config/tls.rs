@@ -60,6 +60,9 @@ pub struct TlsSettings {
     /// `tls.enable`: the broker's connections to name servers and to its master use TLS.
     pub enable: Option<bool>,
     pub test_mode_enable: Option<bool>,
+    /// `tls.ha.enable` (ringmq's own; Java's HA port has no TLS): the HA port speaks TLS, a
+    /// master's with its server certificate, a slave's connection with `tls.enable`'s client.
+    pub ha_enable: Option<bool>,
     /// `tls.config.file`: a properties file with more of these keys (read at start-up; a key
     /// given in broker.conf or with `-o` wins over the file's).
     pub config_file: Option<PathBuf>,
@@ -119,6 +122,7 @@ impl TlsSettings {
                 "tls.client.authServer" => self.client_auth_server = Some(boolean(key, value)?),
                 "tls.enable" => self.enable = Some(boolean(key, value)?),
                 "tls.test.mode.enable" => self.test_mode_enable = Some(boolean(key, value)?),
+                "tls.ha.enable" => self.ha_enable = Some(boolean(key, value)?),
                 "tls.config.file" => self.config_file = path(key, value)?,
                 _ => return Ok(false),
             }
@@ -150,6 +154,7 @@ impl TlsSettings {
             client_auth_server: self.client_auth_server.or(other.client_auth_server),
             enable: self.enable.or(other.enable),
             test_mode_enable: self.test_mode_enable.or(other.test_mode_enable),
+            ha_enable: self.ha_enable.or(other.ha_enable),
             config_file: self.config_file,
         }
     }
