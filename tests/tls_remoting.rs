@@ -441,3 +441,56 @@ fn wait_exit(mut child: std::process::Child) -> std::process::Output {
     }
     child.wait_with_output().unwrap()
 }
+
+/// `ringmq namesrv -o tls.*`: the name server alone in enforcing mode answers a TLS client and
+/// closes a plain one; a key that is not a TLS key is refused.
+#[test]
+fn standalone_name_server_takes_tls_options() {
+    let certs = Certs::make();
+    let kv = certs.dir.path().join("kv.json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringmq"));
+    cmd.args(["namesrv", "--listen", "127.0.0.1:0", "--kv-config"])
+        .arg(&kv);
+    for o in certs.server_opts("enforcing") {
+        cmd.args(["-o", &o]);
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    // Killed however the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Killed(child);
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let line = lines.next().expect("a line").expect("stdout");
+    let addr: std::net::SocketAddr = line
+        .strip_prefix("namesrv listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .parse()
+        .unwrap();
+    let answered = TlsConn::connect(addr, certs.client(None)).map(|mut c| {
+        c.call(RemotingCommand::new_request(req::GET_BROKER_CLUSTER_INFO))
+            .code
+    });
+    plain_is_refused(addr);
+    drop(child);
+    assert_eq!(answered.expect("TLS handshake"), rc::SUCCESS);
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .args(["namesrv", "--listen", "127.0.0.1:0", "-o", "listenPort=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_exit(refused);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tls.* keys only"));
+}
