@@ -145,7 +145,13 @@ impl AdminClient {
         cmd: &RemotingCommand,
         what: &str,
     ) -> Result<RemotingCommand, AdminError> {
-        invoke_ok(addr, &*self.outgoing(cmd)?, what, self.timeout, self.tls.as_ref())
+        invoke_ok(
+            addr,
+            &*self.outgoing(cmd)?,
+            what,
+            self.timeout,
+            self.tls.as_ref(),
+        )
     }
 
     /// Sends a request (built afresh per attempt) to the name servers in turn; the first that
