@@ -9,12 +9,15 @@
 #
 # Knobs: WORKLOADS ["W2 W3"] (W2: sync sends, 16 in flight; W3: batches of 32, 16 in flight;
 # W1: one at a time; W5: 10k msg/s fixed rate, end to end; W6: SYNC_FLUSH sends, 64 in flight,
-# on a broker started with flushDiskType=SYNC_FLUSH), REPEATS [3], DURATION [10], WARMUP [2],
+# on a broker started with flushDiskType=SYNC_FLUSH; W4: drain a backlog of BACKLOG [1000000]
+# messages with pulls, batches of 32, 16 in flight), REPEATS [3], DURATION [10], WARMUP [2],
 # BENCH [ringmq-bench of the release target dir]. Medians of throughput and of p99 latency.
 # B_OPTS: extra `serve` arguments for build B only (e.g. "-o metricsExporterType=PROM");
 # SCRAPE_B: a URL fetched every second while build B runs (e.g. its metrics endpoint).
 # BENCH_OPTS: extra ringmq-bench arguments for both builds' runs (e.g. "--no-uniq-key
 # --access-key K --secret-key S" to sign every request).
+# B_BENCH_OPTS: extra ringmq-bench arguments for build B's runs only (e.g. "--tls", with B_OPTS
+# setting tls.server.mode and the certificate: the same binary measured plain and over TLS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=${1:?usage: scripts/bench-ab.sh OLD_RINGMQ NEW_RINGMQ}
@@ -57,6 +60,7 @@ args_of() {
     W3) echo "batch --batch 32 --inflight 16 $common" ;;
     W5) echo "e2e --rate 10000 $common" ;;
     W6) echo "send --inflight 64 $common" ;;
+    W4) echo "pull --prefill ${BACKLOG:-1000000} --inflight 16 --batch 32 --namesrv $NS --json --quiet" ;;
     *) echo "unknown workload $1" >&2; exit 1 ;;
   esac
 }
@@ -65,8 +69,8 @@ run_one() { # label binary workload
   STORE=$(mktemp -d /tmp/ringmq-ab-store.XXXXXX)
   local flush=ASYNC_FLUSH
   [[ $3 == W6 ]] && flush=SYNC_FLUSH
-  local extra="" scraper=""
-  [[ $1 == B ]] && extra=${B_OPTS:-}
+  local extra="" scraper="" bench_extra=""
+  [[ $1 == B ]] && extra=${B_OPTS:-} && bench_extra=${B_BENCH_OPTS:-}
   # shellcheck disable=SC2086
   "$2" serve --store-dir "$STORE/store" -o brokerIP1=127.0.0.1 -o flushDiskType=$flush $extra \
     >"$OUT/$1-$3.log" 2>&1 &
@@ -78,7 +82,7 @@ run_one() { # label binary workload
     scraper=$!
   fi
   # shellcheck disable=SC2046
-  "$BENCH" $(args_of "$3") ${BENCH_OPTS:-} --broker-pid "$BROKER_PID" --label "$1" 2>>"$OUT/$1-$3.bench.log" \
+  "$BENCH" $(args_of "$3") ${BENCH_OPTS:-} $bench_extra --broker-pid "$BROKER_PID" --label "$1" 2>>"$OUT/$1-$3.bench.log" \
     | tail -1 >>"$OUT/$3.jsonl"
   [[ -n $scraper ]] && { kill "$scraper" 2>/dev/null || true; wait "$scraper" 2>/dev/null || true; }
   stop

@@ -48,6 +48,14 @@ pub const MAX_WAITERS_PER_QUEUE: usize = 1024;
 pub const MAX_CONNECTIONS: usize = 10_000;
 /// Idle connections close after this long (RocketMQ's serverChannelMaxIdleTimeSeconds).
 pub const IDLE_TIMEOUT_SECS: u64 = 120;
+/// A TLS handshake (from the connection's first byte to its end) that takes longer closes the
+/// connection (Java's Netty SslHandler waits 10 s too).
+pub const TLS_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
+/// Plaintext bytes rustls may hold encrypted but unsent per connection before a write pushes
+/// them to the socket (its default buffer limit).
+pub const TLS_SEND_BUFFER: usize = 64 * 1024;
+/// Bytes of a commit-log file read per step when a zero-copy range goes through TLS instead.
+pub const TLS_COPY_CHUNK: usize = 16 * 1024;
 /// Pull limits when the request asks for more (maxTransferCountOnMessageInMemory / bytes).
 pub const MAX_PULL_MSGS: usize = 32;
 pub const MAX_PULL_BYTES: usize = 256 * 1024;
@@ -101,6 +109,7 @@ const _: () = assert!(IDLE_TIMEOUT_SECS > 0 && IDLE_TIMEOUT_SECS <= TIMEOUT_SECS
 const _: () =
     assert!(WRITE_STALL_TIMEOUT_MS > 0 && WRITE_STALL_TIMEOUT_MS <= TIMEOUT_SECS_CEILING * 1000);
 const _: () = assert!(READ_CHUNK <= MAX_FRAME_LEN);
+const _: () = assert!(TLS_HANDSHAKE_TIMEOUT_MS > 0 && TLS_COPY_CHUNK <= TLS_SEND_BUFFER);
 const _: () = assert!(READ_CHUNK_INITIAL <= READ_CHUNK && READ_CHUNK_INITIAL > 0);
 
 // ---- ConsumeQueue and IndexFile on-disk sizes (Java's `ConsumeQueue` and `IndexFile`) ----

@@ -11,6 +11,7 @@
 //! - `broker`: request handlers and broker state (topics, groups, offsets, long polling).
 //! - `namesrv`: route table, broker liveness, KV config (pure); `namesrv_server` runs it.
 //! - `auth`: access control (request signatures, ACLs), not yet called by the broker.
+//! - `tls`: the TLS keys turned into rustls configurations (certificates, keys, trust).
 //! - `common`: the clock and config-file replacement, shared by broker and name server.
 //! - `config`: broker.conf (RocketMQ key=value names) and CLI overrides.
 //! - `admin`: the blocking admin client library for tools (`ringmq admin`, a console);
@@ -34,4 +35,5 @@ pub mod protocol;
 pub mod remoting;
 pub mod runtime;
 pub mod store;
+pub mod tls;
 pub mod writer;

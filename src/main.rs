@@ -12,7 +12,8 @@ use clap::{Args, Parser, Subcommand};
 
 use ringmq::broker::start_broker;
 use ringmq::config::BrokerConfig;
-use ringmq::namesrv_server::start_namesrv;
+use ringmq::namesrv_server::start_namesrv_with;
+use ringmq::tls::TlsContext;
 
 /// mimalloc: records are allocated on a shard and freed on the writer thread (and back); glibc's
 /// arena locks showed up as futex contention on the send path, mimalloc's frees do not lock.
@@ -41,6 +42,9 @@ enum Cmd {
         /// Where KV config is persisted.
         #[arg(long, default_value = "./namesrv/kvConfig.json")]
         kv_config: PathBuf,
+        /// TLS keys, `-o tls.server.mode=enforcing` (repeatable; the `tls.*` keys only).
+        #[arg(short = 'o', long = "option")]
+        options: Vec<String>,
     },
     /// The broker alone, configured by a RocketMQ broker.conf.
     Broker(BrokerArgs),
@@ -245,8 +249,27 @@ fn run(cli: Cli) -> Result<(), String> {
             console.shutdown();
             Ok(())
         }
-        Cmd::Namesrv { listen, kv_config } => {
-            let ns = start_namesrv(listen, Some(kv_config)).map_err(|e| e.to_string())?;
+        Cmd::Namesrv {
+            listen,
+            kv_config,
+            options,
+        } => {
+            let mut settings = ringmq::config::TlsSettings::default();
+            for o in &options {
+                let (k, v) = o
+                    .split_once('=')
+                    .ok_or_else(|| format!("option {o:?} is not key=value"))?;
+                match settings.set(k.trim(), v.trim()) {
+                    Some(r) => r.map_err(|e| e.to_string())?,
+                    None => {
+                        return Err(format!(
+                            "option {k:?}: the name server takes tls.* keys only"
+                        ))
+                    }
+                }
+            }
+            let tls = TlsContext::load(&settings).map_err(|e| format!("tls: {e}"))?;
+            let ns = start_namesrv_with(listen, Some(kv_config), tls).map_err(|e| e.to_string())?;
             println!("namesrv listening on {}", ns.addr);
             wait_for_signal();
             ns.shutdown();
@@ -294,7 +317,16 @@ fn run(cli: Cli) -> Result<(), String> {
                 .store_path_root_dir
                 .join("namesrv")
                 .join("kvConfig.json");
-            let ns = start_namesrv(a.namesrv_listen, Some(kv)).map_err(|e| e.to_string())?;
+            // The embedded name server serves its port as the broker does.
+            let tls = TlsContext::load(&cfg.tls).map_err(|e| format!("tls: {e}"))?;
+            let enforcing = tls.mode == ringmq::config::tls::TlsMode::Enforcing;
+            if cfg.namesrv_addr.is_empty() && enforcing && tls.client.is_none() {
+                return Err("tls.server.mode=enforcing: the broker registers with the \
+                     embedded name server over TLS only with tls.enable=true"
+                    .into());
+            }
+            let ns =
+                start_namesrv_with(a.namesrv_listen, Some(kv), tls).map_err(|e| e.to_string())?;
             let ns_addr = if ns.addr.ip().is_unspecified() {
                 SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), ns.addr.port())
             } else {

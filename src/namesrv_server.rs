@@ -19,6 +19,7 @@ use crate::remoting::{
 };
 use crate::runtime::net::{bind_reuseport, Listener};
 use crate::runtime::{self, mailbox, MailboxSender, Role, ThreadPlan};
+use crate::tls::TlsContext;
 
 struct NamesrvHandler {
     core: RefCell<NameServer>,
@@ -64,17 +65,28 @@ impl NamesrvHandle {
 
 /// Binds `addr` and serves the name server on a dedicated thread. `kv_path` persists KV config.
 pub fn start_namesrv(addr: SocketAddr, kv_path: Option<PathBuf>) -> std::io::Result<NamesrvHandle> {
+    start_namesrv_with(addr, kv_path, TlsContext::plain())
+}
+
+/// As [`start_namesrv`], with `tls.server.mode` on its port as `tls` says.
+pub fn start_namesrv_with(
+    addr: SocketAddr,
+    kv_path: Option<PathBuf>,
+    tls: TlsContext,
+) -> std::io::Result<NamesrvHandle> {
     let listener = bind_reuseport(addr)?;
     let actual = listener.local_addr()?;
     let (stop_tx, stop_rx) = mailbox::<()>(1);
-    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some((listener, stop_rx, kv_path))));
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some((
+        listener, stop_rx, kv_path, tls,
+    ))));
     // No plan pins the name server's threads: the default one places them as any would.
     let mut threads =
         runtime::start_executors(&ThreadPlan::default(), vec![Role::Namesrv], move |_| {
             let parts = slot.lock().ok().and_then(|mut s| s.take());
             async move {
-                if let Some((l, stop, kv)) = parts {
-                    run(Listener::from_std(l), stop, kv).await;
+                if let Some((l, stop, kv, tls)) = parts {
+                    run(Listener::from_std(l), stop, kv, tls).await;
                 }
             }
         })?;
@@ -86,7 +98,12 @@ pub fn start_namesrv(addr: SocketAddr, kv_path: Option<PathBuf>) -> std::io::Res
     })
 }
 
-async fn run(listener: Listener, stop: runtime::MailboxReceiver<()>, kv_path: Option<PathBuf>) {
+async fn run(
+    listener: Listener,
+    stop: runtime::MailboxReceiver<()>,
+    kv_path: Option<PathBuf>,
+    tls: TlsContext,
+) {
     let mut core = NameServer::new(kv_path.clone());
     if let Ok(a) = listener.local_addr() {
         core.set_listen_port(a.port());
@@ -140,7 +157,15 @@ async fn run(listener: Listener, stop: runtime::MailboxReceiver<()>, kv_path: Op
             };
             // The name server never asks its clients anything: a table that takes no request.
             let responses = Rc::new(ResponseTable::new(0));
-            runtime::spawn(serve(stream, handler.clone(), info, rx, responses, limits));
+            runtime::spawn(serve(
+                stream,
+                handler.clone(),
+                info,
+                rx,
+                responses,
+                limits,
+                tls.clone(),
+            ));
         }
     };
     use futures_lite::FutureExt;

@@ -11,6 +11,7 @@
 //! failed part-way (summary still printed), 2 = it could not start.
 
 mod lag;
+mod link;
 mod pacer;
 mod plot;
 mod pull;
@@ -165,6 +166,10 @@ struct Args {
     /// Plot mode: file name prefix (default: the input's file stem).
     #[arg(long)]
     prefix: Option<String>,
+    /// Speak TLS to the name server and the broker (their `tls.server.mode` permissive or
+    /// enforcing); the broker's certificate is not verified.
+    #[arg(long)]
+    tls: bool,
     /// Plot mode: TrueType font for the text.
     #[arg(long, default_value = plot::DEFAULT_FONT)]
     font: std::path::PathBuf,
@@ -172,6 +177,9 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
+    if args.tls {
+        link::enable_tls();
+    }
     if args.mode == Mode::Plot {
         std::process::exit(run_plot(&args));
     }

@@ -9,7 +9,6 @@
 //! subscription travels in the request (SUBSCRIPTION flag), so no heartbeat is needed.
 
 use std::io::Write;
-use std::net::TcpStream;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -97,7 +96,7 @@ pub fn start(
 struct Consumer {
     plan: PullPlan,
     sh: Arc<Shared>,
-    writer: TcpStream,
+    writer: crate::link::Link,
     queues: Vec<QueueState>,
     out: BytesMut,
 }

@@ -12,7 +12,6 @@
 //! that stops answering for `timeout` ends the run with a message.
 
 use std::io::Write;
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -154,7 +153,7 @@ fn tighten_timer_slack() {
 }
 
 struct Writer {
-    stream: TcpStream,
+    stream: crate::link::Link,
     templates: Vec<Template>,
     next_template: usize,
     pacer: Option<Pacer>,

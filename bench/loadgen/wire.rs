@@ -9,6 +9,8 @@
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::OnceLock;
+
+use crate::link::Link;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -22,8 +24,9 @@ const MIN_READ_SPACE: usize = 16 * 1024;
 /// Initial buffer: holds a full 256 KiB pull response plus slack.
 const INITIAL_BUF: usize = 512 * 1024;
 
-/// Connects with a timeout and TCP_NODELAY (latency runs would otherwise see Nagle delays).
-pub fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, String> {
+/// Connects with a timeout and TCP_NODELAY (latency runs would otherwise see Nagle delays);
+/// with `--tls`, a TLS link (handshake done).
+pub fn connect(addr: &str, timeout: Duration) -> Result<Link, String> {
     let sa = addr
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve {addr}: {e}"))?
@@ -33,13 +36,13 @@ pub fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, String> {
         .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     s.set_nodelay(true)
         .map_err(|e| format!("set_nodelay on {addr}: {e}"))?;
-    Ok(s)
+    Link::open(s, timeout).map_err(|e| format!("TLS handshake with {addr}: {e}"))
 }
 
 /// Splits frames off a blocking stream. `next_frame` returns the bytes after the length
 /// prefix, borrowed from the internal buffer until the next call.
 pub struct FrameReader {
-    stream: TcpStream,
+    stream: Link,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -48,7 +51,8 @@ pub struct FrameReader {
 impl FrameReader {
     /// `poll` is the socket read timeout: how often `next_frame` returns `Ok(None)` so the
     /// caller can look at its stop flags and deadlines.
-    pub fn new(stream: TcpStream, poll: Duration) -> io::Result<Self> {
+    pub fn new(stream: impl Into<Link>, poll: Duration) -> io::Result<Self> {
+        let stream = stream.into();
         stream.set_read_timeout(Some(poll))?;
         Ok(FrameReader {
             stream,
@@ -289,7 +293,7 @@ pub fn sign_calls_with(credentials: Option<(String, String)>) {
 
 pub struct RpcConn {
     pub addr: String,
-    writer: TcpStream,
+    writer: Link,
     reader: FrameReader,
     timeout: Duration,
 }

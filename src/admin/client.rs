@@ -63,6 +63,8 @@ pub struct AdminClient {
     timeout: Duration,
     /// When set, every request is signed with them (Java's `AclClientRPCHook`).
     credentials: Option<Credentials>,
+    /// TLS for every connection (`ringmq admin --tls`); plain when None.
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl AdminClient {
@@ -84,6 +86,7 @@ impl AdminClient {
             namesrv,
             timeout: DEFAULT_TIMEOUT,
             credentials: None,
+            tls: None,
         })
     }
 
@@ -109,6 +112,12 @@ impl AdminClient {
         Ok(Cow::Owned(signed))
     }
 
+    /// The same client speaking TLS to name servers and brokers.
+    pub fn with_tls(mut self, config: std::sync::Arc<rustls::ClientConfig>) -> AdminClient {
+        self.tls = Some(config);
+        self
+    }
+
     /// The same client with another per-call timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> AdminClient {
         self.timeout = timeout;
@@ -126,7 +135,7 @@ impl AdminClient {
     /// Sends any request to `addr` and returns the reply whatever its code (for requests this
     /// client has no method for).
     pub fn invoke(&self, addr: &str, cmd: &RemotingCommand) -> Result<RemotingCommand, AdminError> {
-        invoke(addr, &*self.outgoing(cmd)?, self.timeout)
+        invoke(addr, &*self.outgoing(cmd)?, self.timeout, self.tls.as_ref())
     }
 
     /// Sends a request to `addr`; any code but SUCCESS is `Refused`.
@@ -136,7 +145,13 @@ impl AdminClient {
         cmd: &RemotingCommand,
         what: &str,
     ) -> Result<RemotingCommand, AdminError> {
-        invoke_ok(addr, &*self.outgoing(cmd)?, what, self.timeout)
+        invoke_ok(
+            addr,
+            &*self.outgoing(cmd)?,
+            what,
+            self.timeout,
+            self.tls.as_ref(),
+        )
     }
 
     /// Sends a request (built afresh per attempt) to the name servers in turn; the first that
@@ -148,7 +163,13 @@ impl AdminClient {
     ) -> Result<(String, RemotingCommand), AdminError> {
         let mut last = None;
         for addr in &self.namesrv {
-            match invoke_ok(addr, &*self.outgoing(&build())?, what, self.timeout) {
+            match invoke_ok(
+                addr,
+                &*self.outgoing(&build())?,
+                what,
+                self.timeout,
+                self.tls.as_ref(),
+            ) {
                 Err(e) if e.is_unreachable() => last = Some(e),
                 other => return other.map(|r| (addr.clone(), r)),
             }

@@ -4,10 +4,13 @@
 //! A connection per call keeps the client free of shared mutable state (any thread may call)
 //! and of half-read streams after a timeout. Replies are bounded by the protocol's frame limit
 //! before any byte is buffered for them; a reply that does not decode is `Malformed`, a server
-//! that cannot be reached in time `Unreachable` with the io::Error kept.
+//! that cannot be reached in time `Unreachable` with the io::Error kept. With a TLS client
+//! configuration the connection is TLS (rustls over the same blocking socket); a failed
+//! handshake is `Unreachable` too.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -41,6 +44,42 @@ pub fn invoke(
     addr: &str,
     cmd: &RemotingCommand,
     timeout: Duration,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> Result<RemotingCommand, AdminError> {
+    let io_err = |source| AdminError::Unreachable {
+        addr: addr.to_owned(),
+        source,
+    };
+    let sa = resolve(addr)?;
+    let mut out = BytesMut::new();
+    cmd.encode(&mut out)
+        .map_err(|e| AdminError::InvalidArgument(format!("request cannot be encoded: {e}")))?;
+    let stream = TcpStream::connect_timeout(&sa, timeout).map_err(io_err)?;
+    stream.set_read_timeout(Some(timeout)).map_err(io_err)?;
+    stream.set_write_timeout(Some(timeout)).map_err(io_err)?;
+    stream.set_nodelay(true).map_err(io_err)?;
+    let Some(config) = tls else {
+        return exchange(addr, stream, &out, cmd, timeout);
+    };
+    let name = crate::tls::server_name(sa);
+    let conn = rustls::ClientConnection::new(config.clone(), name)
+        .map_err(|e| io_err(std::io::Error::other(e)))?;
+    exchange(
+        addr,
+        rustls::StreamOwned::new(conn, stream),
+        &out,
+        cmd,
+        timeout,
+    )
+}
+
+/// Writes the request `out` and reads frames until `cmd`'s reply.
+fn exchange(
+    addr: &str,
+    mut stream: impl Read + Write,
+    out: &[u8],
+    cmd: &RemotingCommand,
+    timeout: Duration,
 ) -> Result<RemotingCommand, AdminError> {
     let io_err = |source| AdminError::Unreachable {
         addr: addr.to_owned(),
@@ -50,15 +89,8 @@ pub fn invoke(
         addr: addr.to_owned(),
         reason,
     };
-    let sa = resolve(addr)?;
-    let mut out = BytesMut::new();
-    cmd.encode(&mut out)
-        .map_err(|e| AdminError::InvalidArgument(format!("request cannot be encoded: {e}")))?;
-    let mut stream = TcpStream::connect_timeout(&sa, timeout).map_err(io_err)?;
-    stream.set_read_timeout(Some(timeout)).map_err(io_err)?;
-    stream.set_write_timeout(Some(timeout)).map_err(io_err)?;
-    stream.set_nodelay(true).map_err(io_err)?;
-    stream.write_all(&out).map_err(io_err)?;
+    stream.write_all(out).map_err(io_err)?;
+    stream.flush().map_err(io_err)?;
     let deadline = Instant::now() + timeout;
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut chunk = vec![0u8; 64 * 1024];
@@ -94,8 +126,9 @@ pub fn invoke_ok(
     cmd: &RemotingCommand,
     what: &str,
     timeout: Duration,
+    tls: Option<&Arc<rustls::ClientConfig>>,
 ) -> Result<RemotingCommand, AdminError> {
-    let reply = invoke(addr, cmd, timeout)?;
+    let reply = invoke(addr, cmd, timeout, tls)?;
     if reply.code == response_code::SUCCESS {
         return Ok(reply);
     }
@@ -123,7 +156,7 @@ mod tests {
         let addr = l.local_addr().unwrap().to_string();
         drop(l);
         let cmd = RemotingCommand::new_request(106);
-        let e = invoke(&addr, &cmd, Duration::from_secs(2)).unwrap_err();
+        let e = invoke(&addr, &cmd, Duration::from_secs(2), None).unwrap_err();
         assert!(e.is_unreachable(), "{e}");
         assert!(e.to_string().contains(&addr), "{e}");
     }
@@ -161,7 +194,7 @@ mod tests {
             }
         });
         let cmd = RemotingCommand::new_request(105);
-        let e = invoke_ok(&addr, &cmd, "route", Duration::from_secs(5)).unwrap_err();
+        let e = invoke_ok(&addr, &cmd, "route", Duration::from_secs(5), None).unwrap_err();
         match e {
             AdminError::Refused { code, remark, .. } => {
                 assert_eq!((code, remark.as_str()), (17, "no"));
@@ -169,7 +202,7 @@ mod tests {
             other => panic!("expected Refused, got {other}"),
         }
         let cmd = RemotingCommand::new_request(105);
-        let e = invoke(&addr, &cmd, Duration::from_secs(5)).unwrap_err();
+        let e = invoke(&addr, &cmd, Duration::from_secs(5), None).unwrap_err();
         assert!(matches!(e, AdminError::Malformed { .. }), "{e}");
         server.join().unwrap();
     }

@@ -48,6 +48,14 @@ pub struct AdminArgs {
     /// The user's secret key (default: $ROCKETMQ_SECRET_KEY, then `secretKey` of tools.yml).
     #[arg(long = "secret-key", global = true)]
     pub secret_key: Option<String>,
+    /// Speak TLS to the name servers and brokers (their `tls.server.mode` permissive or
+    /// enforcing); the server's certificate is verified only as `--tlsConfigFile` says.
+    #[arg(long, global = true)]
+    pub tls: bool,
+    /// A `tls.properties` file of `tls.client.*` keys (trust, client certificate); implies
+    /// `--tls`.
+    #[arg(long = "tlsConfigFile", global = true)]
+    pub tls_config_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub cmd: AdminCmd,
 }
@@ -197,13 +205,13 @@ pub fn run(args: AdminArgs) -> i32 {
                 .filter(|a| !a.trim().is_empty())
         })
         .unwrap_or_else(|| DEFAULT_NAMESRV.to_owned());
-    let client = match AdminClient::new(&addr) {
+    let mut client = match AdminClient::new(&addr) {
         Ok(c) => c.with_timeout(std::time::Duration::from_millis(args.timeout_ms.max(1))),
         Err(e) => return fail(CliError::Admin(e)),
     };
     let env = |k: &str| std::env::var(k).ok();
     let home = env("ROCKETMQ_HOME").map(std::path::PathBuf::from);
-    let client = match auth::credentials(
+    client = match auth::credentials(
         (args.access_key.as_deref(), args.secret_key.as_deref()),
         (env("ROCKETMQ_ACCESS_KEY"), env("ROCKETMQ_SECRET_KEY")),
         home.as_deref(),
@@ -212,6 +220,24 @@ pub fn run(args: AdminArgs) -> i32 {
         Ok(None) => client,
         Err(e) => return fail(e),
     };
+    if args.tls || args.tls_config_file.is_some() {
+        let settings = crate::config::TlsSettings {
+            enable: Some(true),
+            config_file: args.tls_config_file.clone(),
+            ..Default::default()
+        };
+        match crate::tls::TlsContext::load(&settings) {
+            Ok(crate::tls::TlsContext {
+                client: Some(c), ..
+            }) => client = client.with_tls(c),
+            Ok(_) => {}
+            Err(e) => {
+                return fail(CliError::Admin(crate::admin::AdminError::InvalidArgument(
+                    format!("tls: {e}"),
+                )))
+            }
+        }
+    }
     let ctx = Ctx {
         client,
         json: args.json,

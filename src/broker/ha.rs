@@ -63,6 +63,11 @@ pub async fn serve(shard: Rc<Shard>, listener: Listener) {
         let w = watch.clone();
         let r = replicas.clone();
         runtime::spawn(async move {
+            let mut stream = stream;
+            if let Err(e) = crate::broker::ha_watch::accept_tls(&s, &mut stream).await {
+                tracing::warn!(slave = %peer, error = %e, "HA connection refused: TLS handshake failed");
+                return;
+            }
             let ended = match r {
                 Some(r) => crate::broker::ha_autoswitch::transfer(&s, stream, &w, &r).await,
                 None => transfer(&s, stream, &w).await,

@@ -73,7 +73,7 @@ async fn session(shard: &Rc<Shard>, r: &Rc<Replicas>, master: SocketAddr, epoch:
     let cfg = &shard.ctx.cfg;
     let heartbeat = Duration::from_millis(cfg.ha.heartbeat_interval_ms);
     let housekeeping = Duration::from_millis(cfg.ha.housekeeping_interval_ms);
-    let mut stream = Stream::connect(master)
+    let mut stream = crate::broker::ha_watch::connect(shard, master)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
     let state = &shard.ctx.ha_client;

@@ -66,7 +66,7 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
     let cfg = &shard.ctx.cfg.ha;
     let heartbeat = Duration::from_millis(cfg.heartbeat_interval_ms);
     let housekeeping = Duration::from_millis(cfg.housekeeping_interval_ms);
-    let mut stream = Stream::connect(master)
+    let mut stream = crate::broker::ha_watch::connect(shard, master)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
     // Where the next record goes: this commit log's end.

@@ -2,7 +2,8 @@
 //! writer to publish more of the commit log ([`PublishWatch`], fed by one [`publish_hub`] task
 //! that registers with the writer only while a connection waits), reading what a slave sent,
 //! sending a run of the commit log by sendfile or a heartbeat with every write bounded, and
-//! sleeping until there is something to do.
+//! sleeping until there is something to do; and, for both sides, the link's TLS under
+//! `tls.ha.enable` (the runs then go through TLS as copies, `runtime::net`).
 
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
@@ -18,6 +19,39 @@ use crate::broker::shard::Shard;
 use crate::runtime;
 use crate::runtime::net::Stream;
 use crate::writer::WriterSender;
+
+/// The master's side of `tls.ha.enable`: a TLS handshake before anything else (no plain
+/// fallback), bounded by `TLS_HANDSHAKE_TIMEOUT_MS`. Nothing without the key.
+pub async fn accept_tls(shard: &Shard, stream: &mut Stream) -> Result<(), String> {
+    let tls = &shard.ctx.tls;
+    let (true, Some(config)) = (tls.ha, &tls.server) else {
+        return Ok(());
+    };
+    let timeout = Duration::from_millis(crate::constants::TLS_HANDSHAKE_TIMEOUT_MS);
+    match runtime::timeout(timeout, stream.accept_tls(config.clone())).await {
+        Some(r) => r.map_err(|e| e.to_string()),
+        None => Err("timed out".into()),
+    }
+}
+
+/// A slave's connection to its master's HA port: TLS under `tls.ha.enable` (handshake bounded
+/// by `TLS_HANDSHAKE_TIMEOUT_MS`), plain otherwise.
+pub async fn connect(shard: &Shard, master: std::net::SocketAddr) -> std::io::Result<Stream> {
+    let tls = &shard.ctx.tls;
+    let (true, Some(config)) = (tls.ha, &tls.client) else {
+        return Stream::connect(master).await;
+    };
+    let timeout = Duration::from_millis(crate::constants::TLS_HANDSHAKE_TIMEOUT_MS);
+    let name = crate::tls::server_name(master);
+    runtime::timeout(timeout, Stream::connect_tls(master, config.clone(), name))
+        .await
+        .unwrap_or_else(|| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "TLS handshake timed out",
+            ))
+        })
+}
 
 /// Shard 0's HA connections waiting for the writer to publish more of the commit log. The
 /// writer wakes one waker per publish; [`publish_hub`] passes that on to every waiting

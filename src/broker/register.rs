@@ -123,7 +123,7 @@ async fn register_all(
     let mut all_ok = true;
     for addr in s0.ctx.cfg.namesrv_addr.clone() {
         let cmd = register_command(s0);
-        match invoke(clients, addr, cmd).await {
+        match invoke(clients, addr, cmd, &s0.ctx.tls).await {
             Ok(resp) => {
                 let header = RegisterBrokerResponseHeader::from_command(&resp).ok();
                 let parse = |a: Option<String>| a.and_then(|a| a.parse::<SocketAddr>().ok());
@@ -159,11 +159,12 @@ async fn invoke(
     clients: &mut HashMap<SocketAddr, Client>,
     addr: SocketAddr,
     cmd: RemotingCommand,
+    tls: &crate::tls::TlsContext,
 ) -> Result<RemotingCommand, String> {
     let client = match clients.entry(addr) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(v) => v.insert(
-            Client::connect(addr, RPC_TIMEOUT)
+            Client::connect_with(addr, RPC_TIMEOUT, tls)
                 .await
                 .map_err(|e| e.to_string())?,
         ),
@@ -195,7 +196,7 @@ pub async fn unregister_all(s0: &Rc<Shard>) {
             broker_id: s0.ctx.role.registered_broker_id(),
         }
         .write_to(&mut cmd);
-        if let Err(e) = invoke(&mut clients, addr, cmd).await {
+        if let Err(e) = invoke(&mut clients, addr, cmd, &s0.ctx.tls).await {
             tracing::warn!(namesrv = %addr, error = %e, "unregister broker failed");
         }
     }

@@ -150,6 +150,7 @@ pub async fn runtime_info(
         "sendfileFallbackBytes",
         load(&runtime::net::SENDFILE_FALLBACK_BYTES),
     );
+    put("tlsCopiedBytes", load(&runtime::net::TLS_COPIED_BYTES));
     put("onewayDropped", load(&ONEWAY_DROPPED));
     let body = serde_json::json!({ "table": t });
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None)

@@ -74,6 +74,8 @@ pub struct BrokerContext {
     pub role: Arc<crate::broker::role::RoleState>,
     /// Which access checks run (`broker::auth_gate`).
     pub auth: AuthSettings,
+    /// TLS on the remoting ports and on the broker's connections to name servers and master.
+    pub tls: crate::tls::TlsContext,
 }
 
 /// A queue owned by this shard.

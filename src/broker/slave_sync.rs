@@ -80,6 +80,13 @@ pub async fn run(s0: Rc<Shard>, master: MasterAddr) {
 /// went wrong, one line per table. A lost connection ends the round (the next one connects
 /// again), so a master that does not answer costs one timeout per round, not four.
 async fn sync_all(s0: &Rc<Shard>, addr: SocketAddr, client: &mut Option<Client>) -> Vec<String> {
+    if client.is_none() {
+        // tls.enable: the master's remoting port is reached as the name servers are.
+        match Client::connect_with(addr, RPC_TIMEOUT, &s0.ctx.tls).await {
+            Ok(c) => *client = Some(c),
+            Err(e) => return vec![format!("connect: {e}")],
+        }
+    }
     let mut problems = Vec::new();
     let creds = s0.ctx.cfg.auth.inner_client_credentials.as_ref();
     match fetch::<TopicConfigSerializeWrapper>(client, addr, req::GET_ALL_TOPIC_CONFIG, creds).await
@@ -137,13 +144,8 @@ async fn fetch<T: serde::de::DeserializeOwned>(
     if let Some(c) = creds {
         sign_request(&mut request, &c.name, &c.secret).map_err(|e| e.to_string())?;
     }
-    let c = match client {
-        Some(c) => c,
-        None => client.insert(
-            Client::connect(addr, RPC_TIMEOUT)
-                .await
-                .map_err(|e| e.to_string())?,
-        ),
+    let Some(c) = client.as_mut() else {
+        return Err(format!("not connected to {addr}"));
     };
     let resp = match c.invoke(request, RPC_TIMEOUT).await {
         Ok(r) => r,

@@ -50,6 +50,8 @@ pub enum StartError {
     Threads(std::io::Error),
     #[error("access control: {0}")]
     Auth(#[from] crate::broker::auth_state::AuthStartError),
+    #[error("tls: {0}")]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 /// A running broker.
@@ -110,6 +112,9 @@ fn bind_all(
 /// Opens the store and starts the writer and the shards.
 pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     cfg.validate()?;
+    let tls = crate::tls::TlsContext::load(&cfg.tls)?;
+    check_ha_tls(&cfg, &tls)?;
+    tracing::info!(mode = tls.mode.name(), client = tls.client.is_some(), "tls");
     let n = crate::broker::threads::shard_count(&cfg);
     let (listen_addr, mut main_listeners) = bind_all(cfg.listen_addr, n)?;
     let mut fast_listeners = Vec::new();
@@ -200,6 +205,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         role: Arc::new(crate::broker::role::RoleState::from_config(&cfg)),
         auth: crate::broker::auth_state::settings_of(&cfg),
         ha_addr,
+        tls,
         cfg: cfg.clone(),
     });
     let mut cq_split: Vec<Vec<ConsumeQueue>> = (0..n).map(|_| Vec::new()).collect();
@@ -439,11 +445,34 @@ async fn accept_loop(
         };
         shard.add_conn(info.id, conn);
         let handler = handler.clone();
+        let tls = shard.ctx.tls.clone();
         runtime::spawn(async move {
-            serve(stream, handler, info, rx, responses, limits).await;
+            serve(stream, handler, info, rx, responses, limits, tls).await;
             drop(guard);
         });
     }
+}
+
+/// `tls.ha.enable` needs what each side of the HA link uses: a master (or a controller-mode
+/// broker) its server certificate, a slave (or a controller-mode broker) `tls.enable`.
+fn check_ha_tls(cfg: &BrokerConfig, tls: &crate::tls::TlsContext) -> Result<(), StartError> {
+    if !tls.ha {
+        return Ok(());
+    }
+    let either = cfg.controller_mode.enabled;
+    let slave = cfg.ha.broker_role.is_slave();
+    let missing = if (either || !slave) && tls.server.is_none() {
+        "a master's HA port needs the server certificate (tls.server.certPath and keyPath, \
+         tls.server.mode not disabled)"
+    } else if (either || slave) && tls.client.is_none() {
+        "a slave's HA connection needs tls.enable=true"
+    } else {
+        return Ok(());
+    };
+    Err(StartError::Tls(crate::tls::TlsError::Invalid {
+        key: "tls.ha.enable",
+        reason: missing.into(),
+    }))
 }
 
 /// The open-connection counters a new connection is admitted against.

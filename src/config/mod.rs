@@ -19,6 +19,7 @@ pub mod keys;
 pub mod limits;
 pub mod local_address;
 pub mod metrics;
+pub mod tls;
 pub mod transaction;
 
 pub use auth::AuthConfig;
@@ -26,6 +27,7 @@ pub use controller_mode::ControllerModeConfig;
 pub use ha::{BrokerRole, HaConfig};
 pub use limits::Limits;
 pub use metrics::MetricsConfig;
+pub use tls::TlsSettings;
 pub use transaction::TransactionConfig;
 
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +97,8 @@ pub struct BrokerConfig {
     pub metrics: MetricsConfig,
     /// Access control (see `auth`).
     pub auth: AuthConfig,
+    /// TLS on the remoting ports and the broker's own connections (see `tls`).
+    pub tls: TlsSettings,
     pub store: StoreConfig,
     /// Keys we read but do not act on.
     pub unknown: BTreeMap<String, String>,
@@ -134,6 +138,7 @@ impl Default for BrokerConfig {
             controller_mode: ControllerModeConfig::default(),
             metrics: MetricsConfig::default(),
             auth: AuthConfig::default(),
+            tls: TlsSettings::default(),
             store,
             unknown: BTreeMap::new(),
         }
@@ -232,6 +237,9 @@ impl BrokerConfig {
             return done;
         }
         if let Some(done) = self.auth.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.tls.set(key, value) {
             return done;
         }
         let s = &mut self.store;

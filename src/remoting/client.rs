@@ -1,5 +1,7 @@
 //! A minimal request/response client over one connection, used by the broker to register with
-//! name servers and to talk to controllers. One request at a time; responses with another opaque are skipped.
+//! name servers, to copy its master's metadata and to talk to controllers. One request at a
+//! time; responses with another opaque are skipped. With `tls.enable` the connection is TLS
+//! (`connect_with`).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -10,6 +12,7 @@ use crate::constants::{MAX_FRAME_LEN, READ_CHUNK};
 use crate::protocol::frame::split_frame;
 use crate::protocol::RemotingCommand;
 use crate::runtime::{self, net::Stream};
+use crate::tls::TlsContext;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -39,8 +42,27 @@ pub struct Client {
 }
 
 impl Client {
+    /// A plain connection (the controllers' port has no TLS).
     pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<Client, ClientError> {
-        let stream = runtime::timeout(timeout, Stream::connect(addr))
+        Self::connect_with(addr, timeout, &TlsContext::plain()).await
+    }
+
+    /// A connection that is TLS when `tls` has a client side (`tls.enable`), handshake included
+    /// in `timeout`.
+    pub async fn connect_with(
+        addr: SocketAddr,
+        timeout: Duration,
+        tls: &TlsContext,
+    ) -> Result<Client, ClientError> {
+        let connect = async {
+            match &tls.client {
+                Some(c) => {
+                    Stream::connect_tls(addr, c.clone(), crate::tls::server_name(addr)).await
+                }
+                None => Stream::connect(addr).await,
+            }
+        };
+        let stream = runtime::timeout(timeout, connect)
             .await
             .ok_or(ClientError::Timeout { addr })?
             .map_err(|source| ClientError::Connect { addr, source })?;

@@ -10,6 +10,11 @@
 //! closes (RocketMQ's serverChannelMaxIdleTimeSeconds). Response frames the client sends answer
 //! the server's own requests: they go to the connection's [`ResponseTable`], which this task
 //! closes (failing whatever still waits) when the connection ends.
+//!
+//! TLS (`tls.server.mode`): before anything is read, a connection to a server in permissive or
+//! enforcing mode is told apart by its first byte (0x16 opens a TLS handshake, as Java's
+//! `HandshakeHandler` sniffs it); a TLS one shakes hands within `TLS_HANDSHAKE_TIMEOUT_MS`,
+//! a plain one is served as before in permissive mode and closed unanswered in enforcing mode.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -19,14 +24,16 @@ use bytes::BytesMut;
 use futures_lite::FutureExt;
 
 use super::{ConnInfo, FileRange, Handler, Outbound, ResponseTable};
+use crate::config::tls::TlsMode;
 use crate::constants::{
     IDLE_TIMEOUT_SECS, MAX_FRAME_LEN, MAX_INFLIGHT_PER_CONN, READ_CHUNK, READ_CHUNK_INITIAL,
-    WRITE_COALESCE_BYTES, WRITE_STALL_TIMEOUT_MS,
+    TLS_HANDSHAKE_TIMEOUT_MS, WRITE_COALESCE_BYTES, WRITE_STALL_TIMEOUT_MS,
 };
 use crate::protocol::frame::split_frame;
 use crate::protocol::RemotingCommand;
 use crate::runtime::net::Stream;
 use crate::runtime::{self, MailboxReceiver, SendError};
+use crate::tls::TlsContext;
 
 /// Limits applied to every connection.
 #[derive(Clone, Copy, Debug)]
@@ -81,7 +88,14 @@ pub async fn serve<H: Handler>(
     outbox_rx: MailboxReceiver<Outbound>,
     responses: Rc<ResponseTable>,
     limits: ConnLimits,
+    tls: TlsContext,
 ) {
+    if let Err(reason) = negotiate(&mut stream, &tls, &info, limits).await {
+        responses.close();
+        tracing::debug!(conn = info.id, peer = %info.peer, reason = %reason, "connection closed");
+        handler.closed(&info);
+        return;
+    }
     let shared = Rc::new(ConnShared {
         alive: Cell::new(true),
         inflight: Cell::new(0),
@@ -187,6 +201,54 @@ pub async fn serve<H: Handler>(
     tracing::debug!(conn = info.id, peer = %info.peer, reason = %reason, "connection closed");
     handler.closed(&info);
 }
+
+/// What the server's TLS mode makes of a new connection: nothing in disabled mode (the plain
+/// path, not even a peek); otherwise its first byte decides, and a TLS one shakes hands. An
+/// error closes the connection; refusals and failed handshakes are logged with the peer.
+async fn negotiate(
+    stream: &mut Stream,
+    tls: &TlsContext,
+    info: &ConnInfo,
+    limits: ConnLimits,
+) -> Result<(), String> {
+    let config = match (&tls.server, tls.mode) {
+        (Some(c), TlsMode::Permissive | TlsMode::Enforcing) => c.clone(),
+        _ => return Ok(()),
+    };
+    let handshake_timeout = Duration::from_millis(TLS_HANDSHAKE_TIMEOUT_MS);
+    // A permissive server's plain client may wait as long as any connection may idle.
+    let wait = match tls.mode {
+        TlsMode::Enforcing => handshake_timeout,
+        _ => limits.idle_timeout,
+    };
+    let first = match runtime::timeout(wait, stream.first_byte()).await {
+        None => return Err("no first byte before the timeout".into()),
+        Some(Err(e)) => return Err(format!("read error: {e}")),
+        Some(Ok(None)) => return Err("peer closed".into()),
+        Some(Ok(Some(b))) => b,
+    };
+    if first != TLS_HANDSHAKE_RECORD {
+        if tls.mode == TlsMode::Enforcing {
+            tracing::warn!(conn = info.id, peer = %info.peer, first_byte = first, "plain connection refused: tls.server.mode=enforcing asks for TLS");
+            return Err("not TLS, refused in enforcing mode".into());
+        }
+        return Ok(());
+    }
+    match runtime::timeout(handshake_timeout, stream.accept_tls(config)).await {
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) => {
+            tracing::warn!(conn = info.id, peer = %info.peer, error = %e, "TLS handshake failed");
+            Err(format!("TLS handshake failed: {e}"))
+        }
+        None => {
+            tracing::warn!(conn = info.id, peer = %info.peer, timeout_ms = TLS_HANDSHAKE_TIMEOUT_MS, "TLS handshake timed out");
+            Err("TLS handshake timed out".into())
+        }
+    }
+}
+
+/// The content type of a TLS handshake record: the first byte a TLS client sends.
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 
 fn stream_fd(stream: &Stream) -> i32 {
     stream.raw_fd()
@@ -331,7 +393,7 @@ async fn write_out<H: Handler>(
 /// one sendfile. Several ranges (records of one queue lie between other queues' in the commit
 /// log) go through the shard's pipe, two syscalls whatever their number; if another response
 /// holds the pipe, they go by one sendfile each under TCP_CORK, so they do not push a segment
-/// apiece.
+/// apiece. Over TLS every range's mapped bytes are encrypted (through `splice_all`).
 async fn write_zero_copy<H: Handler>(
     stream: &mut Stream,
     handler: &H,
@@ -349,7 +411,7 @@ async fn write_zero_copy<H: Handler>(
             .await
             .map_err(|e| format!("write error: {e}"));
     }
-    if let [one] = ranges {
+    if let ([one], false) = (ranges, stream.is_tls()) {
         let range = open(one)?;
         write_head(stream, head).await?;
         return send_range(stream, &range).await;

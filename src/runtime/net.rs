@@ -6,7 +6,14 @@
 //! range through glommio's normal write path, which parks the task until the socket is writable
 //! (an io_uring poll), then resumes sendfile. A slow consumer therefore costs its own task a wait,
 //! never the shard's core, and all but one byte per stall still go zero-copy.
+//!
+//! A stream may carry TLS (`tls`): one branch per call picks the TLS path,
+//! and the plain path is unchanged by it. Over TLS the zero-copy calls encrypt the bytes in
+//! user space instead (no kTLS here).
 
+mod tls;
+
+use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
@@ -22,6 +29,9 @@ use socket2::{Domain, Protocol, Socket, Type};
 /// and for the test that proves pulls are zero-copy.
 pub static SENDFILE_BYTES: AtomicU64 = AtomicU64::new(0);
 pub static SENDFILE_FALLBACK_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes of message data that would have gone zero-copy but were encrypted for a TLS
+/// connection instead (read from the mapping or the file, copied into TLS records).
+pub static TLS_COPIED_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// Creates a bound, listening TCP socket with SO_REUSEPORT so every shard can open its own
 /// listener on the same port. Call from any thread; hand the result to a shard.
@@ -66,6 +76,10 @@ impl Listener {
 /// A connected TCP stream owned by exactly one task.
 pub struct Stream {
     inner: glommio::net::TcpStream,
+    /// The TLS state once a handshake ran on this stream (boxed: plain streams stay small).
+    /// The `&mut self` calls reach it without a check (`get_mut`); the two `&self` ones
+    /// (`try_read_buf`, `readable`) borrow it only between awaits.
+    tls: Option<Box<RefCell<rustls::Connection>>>,
 }
 
 impl Stream {
@@ -74,7 +88,7 @@ impl Stream {
         // sendfile has no MSG_DONTWAIT; the socket itself must not block. glommio's own reads
         // and writes are readiness based, so they work unchanged on a non-blocking socket.
         set_nonblocking(inner.as_raw_fd())?;
-        Ok(Stream { inner })
+        Ok(Stream { inner, tls: None })
     }
 
     /// Connects (used by the broker's name-server client and by tests).
@@ -99,6 +113,9 @@ impl Stream {
     }
 
     pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(t) = self.tls.as_deref_mut().map(RefCell::get_mut) {
+            return tls::read(&self.inner, t, buf).await;
+        }
         self.inner.read(buf).await
     }
 
@@ -106,6 +123,12 @@ impl Stream {
     /// zeroing of the area first, and no waiting. `None` when nothing is there (EAGAIN); the
     /// caller then waits through [`Stream::read`].
     pub fn try_read_buf(&self, buf: &mut BytesMut, max: usize) -> Option<io::Result<usize>> {
+        if let Some(t) = self.tls.as_deref() {
+            return match t.try_borrow_mut() {
+                Ok(mut t) => tls::try_read_buf(&self.inner, &mut t, buf, max),
+                Err(_) => Some(Err(tls::busy())),
+            };
+        }
         buf.reserve(max);
         let spare = buf.spare_capacity_mut();
         let len = max.min(spare.len());
@@ -133,6 +156,9 @@ impl Stream {
     /// Waits until the socket has bytes to read (or the peer closed it, or failed), without
     /// taking any: the wait can be dropped at any point and loses nothing.
     pub async fn readable(&self) -> io::Result<()> {
+        if let Some(t) = self.tls.as_deref() {
+            return tls::readable(&self.inner, t).await;
+        }
         let mut probe = [0u8; 1];
         self.inner
             .peek(&mut probe)
@@ -142,6 +168,9 @@ impl Stream {
     }
 
     pub async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        if let Some(t) = self.tls.as_deref_mut().map(RefCell::get_mut) {
+            return tls::write(&mut self.inner, t, buf, true).await;
+        }
         self.inner.write_all(buf).await
     }
 
@@ -151,6 +180,9 @@ impl Stream {
     /// Whatever the socket does not take at once goes through [`Stream::write_all`], which
     /// pushes: correct, only without the merge.
     pub async fn write_all_more(&mut self, buf: &[u8]) -> io::Result<()> {
+        if let Some(t) = self.tls.as_deref_mut().map(RefCell::get_mut) {
+            return tls::write(&mut self.inner, t, buf, false).await;
+        }
         let mut sent = 0;
         while sent < buf.len() {
             let rest = &buf[sent..];
@@ -210,6 +242,9 @@ impl Stream {
         len: usize,
         live: &dyn Fn() -> bool,
     ) -> io::Result<()> {
+        if let Some(t) = self.tls.as_deref_mut().map(RefCell::get_mut) {
+            return tls::write_file(&mut self.inner, t, file, offset, len, live).await;
+        }
         let sock = self.inner.as_raw_fd();
         let mut off = offset as libc::off_t;
         let end = offset + len as u64;
@@ -268,6 +303,10 @@ impl Stream {
         ranges: &[&[u8]],
         live: &dyn Fn() -> bool,
     ) -> io::Result<bool> {
+        if let Some(t) = self.tls.as_deref_mut().map(RefCell::get_mut) {
+            tls::write_slices(&mut self.inner, t, ranges, live).await?;
+            return Ok(true);
+        }
         let Some(pipe) = super::splice::take() else {
             return Ok(false);
         };
@@ -317,6 +356,9 @@ impl Stream {
     }
 
     pub async fn flush(&mut self) -> io::Result<()> {
+        if let Some(t) = self.tls.as_deref_mut().map(RefCell::get_mut) {
+            return tls::flush(&mut self.inner, t).await;
+        }
         self.inner.flush().await
     }
 }

@@ -51,6 +51,8 @@ pub struct BrokerFigures {
     /// Bytes served by sendfile/splice, and bytes that fell back to a user-space copy.
     pub zero_copy_bytes: u64,
     pub zero_copy_fallback_bytes: u64,
+    /// Bytes that would have gone zero-copy but were encrypted for a TLS connection (no kTLS).
+    pub tls_copied_bytes: u64,
     /// Oneway sends the broker could not store.
     pub oneway_dropped: u64,
     /// SYNC_FLUSH group commits: rounds, records, bytes, total fdatasync time (µs).
@@ -467,6 +469,12 @@ impl Exposition {
             "ringmq_zero_copy_fallback_bytes",
             "Message bytes served through a user-space copy",
             &one(f.zero_copy_fallback_bytes),
+        )?;
+        counter(
+            e,
+            "ringmq_tls_copied_bytes",
+            "Message bytes encrypted for TLS connections instead of sent zero-copy (no kTLS)",
+            &one(f.tls_copied_bytes),
         )?;
         counter(
             e,

@@ -92,6 +92,7 @@ async fn broker_figures(s0: &Rc<Shard>, sources: &Sources) -> BrokerFigures {
         put_messages: ctx.stats.sum(0).put,
         zero_copy_bytes: runtime::net::SENDFILE_BYTES.load(Relaxed),
         zero_copy_fallback_bytes: runtime::net::SENDFILE_FALLBACK_BYTES.load(Relaxed),
+        tls_copied_bytes: runtime::net::TLS_COPIED_BYTES.load(Relaxed),
         oneway_dropped: crate::broker::stats::ONEWAY_DROPPED.load(Relaxed),
         group_commit: sources.group_commit.as_ref().map(|g| {
             [
