@@ -376,7 +376,7 @@ fn default_broker_ip_and_ignored_keys_warning() {
         .args(["-o", "mappedFileSizeCommitLog=16777216"])
         .args([
             "-o",
-            "aclEnable=true",
+            "authenticationProvider=x.Y",
             "-o",
             "enableDLegerCommitLog=true",
             "-o",
@@ -410,7 +410,7 @@ fn default_broker_ip_and_ignored_keys_warning() {
         .find(|l| l.contains("configuration keys ignored"))
         .expect("a warning about ignored keys");
     assert!(
-        warning.contains("not implemented by ringmq: aclEnable, enableDLegerCommitLog"),
+        warning.contains("not implemented by ringmq: authenticationProvider, enableDLegerCommitLog"),
         "{warning}"
     );
     assert!(warning.contains("unknown: noSuchKey"), "{warning}");
