@@ -410,7 +410,8 @@ fn default_broker_ip_and_ignored_keys_warning() {
         .find(|l| l.contains("configuration keys ignored"))
         .expect("a warning about ignored keys");
     assert!(
-        warning.contains("not implemented by ringmq: authenticationProvider, enableDLegerCommitLog"),
+        warning
+            .contains("not implemented by ringmq: authenticationProvider, enableDLegerCommitLog"),
         "{warning}"
     );
     assert!(warning.contains("unknown: noSuchKey"), "{warning}");
