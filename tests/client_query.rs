@@ -257,3 +257,103 @@ fn query_by_key_and_view_by_offset_msg_id() {
         shutdown_producer(producer).await;
     });
 }
+
+/// `ringmq admin clusterList --json` against `namesrv`: the brokers' addresses the name server
+/// hands out.
+fn announced_addrs(namesrv: &str) -> Vec<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .args(["admin", "clusterList", "-n", namesrv, "--json"])
+        .output()
+        .expect("run ringmq admin");
+    assert!(out.status.success(), "clusterList: {out:?}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("clusterList JSON");
+    j.as_array()
+        .expect("a list")
+        .iter()
+        .map(|b| b["addr"].as_str().expect("addr").to_string())
+        .collect()
+}
+
+/// The broker's stderr once it holds `needle` (its output is drained by another thread), within
+/// 10 s.
+fn log_with(broker: &Broker, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = broker.stderr_tail();
+        if log.contains(needle) || Instant::now() >= deadline {
+            return log;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A newcomer's first run: `serve` bound to loopback with no brokerIP1 announces its loopback
+/// listener, so clients that know only the name server send, consume and look a message up by
+/// its id; start-up names the address clients are sent to.
+#[test]
+fn serve_on_loopback_is_reached_through_the_name_server() {
+    let broker = Broker::start();
+    let ns = broker.namesrv_addr();
+    assert_eq!(announced_addrs(&ns), vec![broker.broker_addr()]);
+    let said = format!("clients are sent to the broker at {}", broker.broker_addr());
+    let log = log_with(&broker, &said);
+    assert!(log.contains(&said), "no {said:?} in:\n{log}");
+    assert!(
+        !log.contains("is announced to clients"),
+        "a warning:\n{log}"
+    );
+    run(async move {
+        let topic = unique_topic("loopback");
+        let mut producer = producer(&ns).await;
+        create_topic_by_send(&mut producer, &topic).await;
+        let sent = send_keys(&producer, &topic, &["lb-1"], "hello loopback").await;
+        let offset_id = sent.offset_msg_id.clone().expect("offsetMsgId");
+        // 127.0.0.1 and the listener's port are the first 8 bytes of the offset id.
+        let want = format!("7F000001{:08X}", broker.broker_port());
+        assert!(offset_id.starts_with(&want), "{offset_id} is not {want}...");
+        let group = unique_group("loopback");
+        let (consumer, mut inbox) = push_consumer(&ns, &group, &topic).await;
+        let got = collect_until(&mut inbox, Duration::from_secs(30), |g| {
+            g.iter().any(|r| r.body_str() == "hello loopback")
+        })
+        .await;
+        assert!(
+            got.iter().any(|r| r.offset_msg_id == offset_id),
+            "not consumed: {got:?}"
+        );
+        let admin = admin(&ns).await;
+        let m = admin_view(&admin, &topic, &offset_id, "view by id")
+            .await
+            .unwrap_or_else(|e| panic!("view of {offset_id} failed: {e}"));
+        assert_eq!(Received::from_ext(&m, 0).body_str(), "hello loopback");
+        let mut admin = admin;
+        let _ = tokio::time::timeout(Duration::from_secs(10), admin.shutdown()).await;
+        shutdown_push(consumer).await;
+        shutdown_producer(producer).await;
+    });
+}
+
+/// An explicit brokerIP1 wins over the listener's address (NAT, containers): the name server
+/// hands that address out, and start-up warns that the broker does not listen on it.
+#[test]
+fn explicit_broker_ip1_is_announced_with_a_warning() {
+    let broker = Broker::start_with(&[("brokerIP1", "127.0.0.2")]);
+    let port = broker.broker_port();
+    assert_eq!(
+        announced_addrs(&broker.namesrv_addr()),
+        vec![format!("127.0.0.2:{port}")]
+    );
+    let log = log_with(&broker, "is announced to clients");
+    assert!(
+        log.contains(
+            "brokerIP1=127.0.0.2 is announced to clients, but the broker listens on 127.0.0.1 only"
+        ),
+        "no warning in:\n{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "clients are sent to the broker at 127.0.0.2:{port}"
+        )),
+        "{log}"
+    );
+}

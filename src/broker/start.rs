@@ -150,7 +150,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let mut metrics_listener = None;
     let mut metrics_addr = None;
     if cfg.metrics.exporter_type == crate::config::metrics::ExporterType::Prom {
-        let ip = cfg.metrics.prom_host.unwrap_or(cfg.broker_ip1);
+        let ip = cfg.metrics.prom_host.unwrap_or(cfg.broker_ip1());
         let want = SocketAddr::new(ip, cfg.metrics.prom_port);
         let err = |source| StartError::Listen { addr: want, source };
         let l = std::net::TcpListener::bind(want).map_err(err)?;
@@ -278,6 +278,11 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     })
     .map_err(StartError::Threads)?;
     tracing::info!(%listen_addr, ?fast_addr, ?ha_addr, shards = n, store = %cfg.store.store_path_root_dir.display(), "broker started");
+    // What the name server will hand to clients (and what every message id names).
+    tracing::info!(advertised = %ctx.store_host, explicit = cfg.broker_ip1.is_some(), "clients are sent to the broker at {}", ctx.store_host);
+    if let Some(w) = cfg.advertised_address_warning() {
+        tracing::warn!("{w}");
+    }
     Ok(BrokerHandle {
         registered: ctx.registered.clone(),
         listen_addr,

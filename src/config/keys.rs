@@ -104,7 +104,7 @@ impl BrokerConfig {
             ("brokerName", self.broker_name.clone()),
             ("brokerId", self.registered_broker_id().to_string()),
             ("namesrvAddr", namesrv.join(";")),
-            ("brokerIP1", self.broker_ip1.to_string()),
+            ("brokerIP1", self.broker_ip1().to_string()),
             ("listenPort", self.listen_addr.port().to_string()),
             ("fastListenPort", self.fast_listen_port.to_string()),
             (
@@ -254,8 +254,11 @@ impl BrokerConfig {
             ("maxHashSlotNum", s.max_hash_slot_num.to_string()),
             ("maxIndexNum", s.max_index_num.to_string()),
         ];
-        all.extend(self.ha.properties(self.listen_addr.port(), self.broker_ip1));
-        all.extend(self.metrics.properties(self.broker_ip1));
+        all.extend(
+            self.ha
+                .properties(self.listen_addr.port(), self.broker_ip1()),
+        );
+        all.extend(self.metrics.properties(self.broker_ip1()));
         all.extend(self.auth.properties());
         all
     }

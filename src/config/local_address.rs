@@ -6,6 +6,7 @@
 //! loopback addresses. IPv4 is preferred over IPv6; among IPv4 the first public address wins,
 //! else the last private one (10/8, 172.16/12, 192.168/16); among IPv6 the first that is not
 //! link- or site-local, else the first. With none at all it falls back to 127.0.0.1.
+//! A broker bound to one address announces that one instead (`BrokerConfig::broker_ip1`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -19,6 +20,20 @@ pub struct Candidate {
 /// The address Java's broker would announce on this host.
 pub fn local_address() -> IpAddr {
     pick(&candidates()).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+/// [`local_address`], looked up once per process (the config asks for it more than once).
+pub fn host_address() -> IpAddr {
+    static HOST: std::sync::OnceLock<IpAddr> = std::sync::OnceLock::new();
+    *HOST.get_or_init(local_address)
+}
+
+/// Whether an interface of this host that is up has `ip` (bridges and aliases included: this
+/// asks where a connection to `ip` can land, not which address Java would pick).
+pub fn is_local(ip: IpAddr) -> bool {
+    let probe = std::net::SocketAddr::new(ip, 0);
+    // Binding succeeds exactly for the host's own addresses (and fails fast for others).
+    std::net::UdpSocket::bind(probe).is_ok()
 }
 
 /// Java's `UtilAll.isInternalIP`: 10/8, 127/8, 172.16/12, 192.168/16.

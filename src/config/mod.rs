@@ -54,9 +54,9 @@ pub struct BrokerConfig {
     pub broker_id: i64,
     /// Name servers to register with, `host:port;host:port`.
     pub namesrv_addr: Vec<SocketAddr>,
-    /// IP announced to name servers and written as store host; by default the host's address
-    /// as Java picks it (`local_address`), not loopback.
-    pub broker_ip1: IpAddr,
+    /// `brokerIP1` as configured; `None` when no key set it. The address actually announced
+    /// is [`BrokerConfig::broker_ip1`].
+    pub broker_ip1: Option<IpAddr>,
     /// Address the main listener binds to (listenPort).
     pub listen_addr: SocketAddr,
     /// RocketMQ's "fast"/VIP port, listenPort - 2 by default; 0 disables it.
@@ -115,7 +115,7 @@ impl Default for BrokerConfig {
             broker_name: "broker-a".into(),
             broker_id: 0,
             namesrv_addr: Vec::new(),
-            broker_ip1: local_address::local_address(),
+            broker_ip1: None,
             listen_addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 10911),
             fast_listen_port: 10909,
             broker_config_path: None,
@@ -251,7 +251,7 @@ impl BrokerConfig {
             "brokerIP1" => {
                 // Java writes an IPv6 address in brackets (`NetworkUtil.normalizeHostAddress`).
                 let bare = value.trim_start_matches('[').trim_end_matches(']');
-                self.broker_ip1 = num(key, bare)?
+                self.broker_ip1 = Some(num(key, bare)?)
             }
             "listenPort" => {
                 let port: u16 = num(key, value)?;
@@ -394,9 +394,45 @@ impl BrokerConfig {
         }
     }
 
+    /// The IP announced to name servers and written as store host into every record (so into
+    /// every message id): `brokerIP1` when a key set it; otherwise the listener's address when
+    /// the broker listens on one address (a broker on 127.0.0.1 must not send clients to the
+    /// host's LAN address, where nothing listens); otherwise, listening on every address, the
+    /// host's address as Java picks it (`local_address`).
+    pub fn broker_ip1(&self) -> IpAddr {
+        match self.broker_ip1 {
+            Some(ip) => ip,
+            None if !self.listen_addr.ip().is_unspecified() => self.listen_addr.ip(),
+            None => local_address::host_address(),
+        }
+    }
+
     /// The address written into records and announced to name servers.
     pub fn store_host(&self, actual_listen_port: u16) -> SocketAddr {
-        SocketAddr::new(self.broker_ip1, actual_listen_port)
+        SocketAddr::new(self.broker_ip1(), actual_listen_port)
+    }
+
+    /// Why clients sent to the announced address may not reach this broker, if they may not:
+    /// a listener bound to another address, or (listening everywhere) an address none of this
+    /// host's interfaces has. Behind NAT or a proxy this is expected.
+    pub fn advertised_address_warning(&self) -> Option<String> {
+        let ip = self.broker_ip1();
+        let listen = self.listen_addr.ip();
+        if !listen.is_unspecified() && listen != ip {
+            return Some(format!(
+                "brokerIP1={ip} is announced to clients, but the broker listens on {listen} only: \
+                 clients that find it through the name server cannot connect unless {ip} reaches \
+                 {listen} (NAT, a proxy)"
+            ));
+        }
+        if listen.is_unspecified() && !ip.is_loopback() && !local_address::is_local(ip) {
+            return Some(format!(
+                "brokerIP1={ip} is announced to clients, but no interface of this host has it: \
+                 clients that find the broker through the name server cannot connect unless {ip} \
+                 reaches this host (NAT, a proxy)"
+            ));
+        }
+        None
     }
 }
 
@@ -491,5 +527,43 @@ mod tests {
             "kept on error"
         );
         assert!(!cfg.unknown.contains_key("messageDelayLevel"));
+    }
+
+    /// The announced address follows the listener unless brokerIP1 says otherwise; listening
+    /// everywhere, it is the host's address as Java picks it.
+    #[test]
+    fn broker_ip1_follows_the_listener_unless_set() {
+        let mut cfg = BrokerConfig::default();
+        assert_eq!(cfg.broker_ip1(), local_address::host_address());
+        cfg.listen_addr = "127.0.0.1:10911".parse().unwrap();
+        assert_eq!(cfg.broker_ip1(), IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(
+            cfg.store_host(20911),
+            "127.0.0.1:20911".parse::<SocketAddr>().unwrap()
+        );
+        assert!(cfg.advertised_address_warning().is_none());
+        let lines = cfg.properties();
+        assert!(lines.contains(&("brokerIP1", "127.0.0.1".to_string())));
+        assert!(lines.contains(&("brokerIP2", "127.0.0.1".to_string())));
+        cfg.set("brokerIP1", "127.0.0.2").unwrap();
+        assert_eq!(cfg.broker_ip1(), IpAddr::from([127, 0, 0, 2]));
+        let w = cfg.advertised_address_warning().expect("a warning");
+        assert!(w.contains("brokerIP1=127.0.0.2"), "{w}");
+        assert!(w.contains("listens on 127.0.0.1 only"), "{w}");
+        cfg.set("brokerIP1", "[::1]").unwrap();
+        assert_eq!(cfg.broker_ip1(), "::1".parse::<IpAddr>().unwrap());
+    }
+
+    /// Listening everywhere, an explicit brokerIP1 that no interface has is warned about (NAT);
+    /// one the host has is not.
+    #[test]
+    fn broker_ip1_not_on_this_host_is_warned_about() {
+        let mut cfg = BrokerConfig::default();
+        assert!(cfg.advertised_address_warning().is_none());
+        cfg.set("brokerIP1", "192.0.2.7").unwrap();
+        let w = cfg.advertised_address_warning().expect("a warning");
+        assert!(w.contains("no interface of this host has it"), "{w}");
+        cfg.set("brokerIP1", "127.0.0.1").unwrap();
+        assert!(cfg.advertised_address_warning().is_none());
     }
 }

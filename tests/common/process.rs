@@ -211,9 +211,7 @@ fn broker_args(head: &[&str], store: &Path, options: &[(String, String)]) -> Vec
         // Small segments: tests run in parallel and each segment is preallocated on disk.
         "-o".into(),
         "mappedFileSizeCommitLog=67108864".into(),
-        // Routes must name the loopback listener (the default is the host's address).
-        "-o".into(),
-        "brokerIP1=127.0.0.1".into(),
+        // No brokerIP1: a broker bound to loopback announces loopback by itself.
     ]);
     if let Some(flush) = flush_override() {
         args.push("-o".into());
@@ -397,8 +395,6 @@ impl Broker {
             format!("brokerName={name}"),
             "-o".into(),
             "mappedFileSizeCommitLog=67108864".into(),
-            "-o".into(),
-            "brokerIP1=127.0.0.1".into(),
         ];
         let (proc, addrs) = Proc::spawn(&format!("broker {name}"), &args, &["broker listening on"]);
         SecondBroker {
