@@ -124,7 +124,7 @@ fn with_config_file(given: &TlsSettings) -> Result<TlsSettings, TlsError> {
         source,
     })?;
     let mut from_file = TlsSettings::default();
-    for (k, v) in crate::config::parse_properties(&text) {
+    for (k, v) in crate::common::config_key::parse_properties(&text) {
         match from_file.set(&k, &v) {
             Some(Ok(())) | None => {}
             Some(Err(e)) => return Err(invalid(key, format!("{}: {e}", file.display()))),

@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use super::{boolean, invalid, ConfigError};
+use crate::common::config_key::{boolean, invalid, ConfigError};
 
 /// `tls.server.mode`, as Java names its modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

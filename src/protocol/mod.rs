@@ -21,6 +21,7 @@ pub mod java_hash;
 pub mod message;
 pub mod msg_id;
 pub mod properties;
+pub mod topics;
 
 #[cfg(test)]
 mod proptests;

@@ -21,10 +21,8 @@
 use crate::protocol::java_hash;
 use crate::protocol::properties::{self, keys};
 
-/// Where delay-level messages wait, queue = level - 1.
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
-/// Where timer messages wait (queue 0).
-pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+/// Where delay-level messages wait (queue = level - 1) and where timer messages wait (queue 0).
+pub use crate::protocol::topics::{SCHEDULE_TOPIC, TIMER_TOPIC};
 /// RocketMQ's default `messageDelayLevel`.
 pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 

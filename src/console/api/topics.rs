@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::super::error::ConsoleError;
 use super::super::Console;
 use crate::admin::bodies::TopicConfig;
-use crate::broker::metadata::topic_validator::{
+use crate::protocol::topics::{
     is_system_topic, reply_topic, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX,
 };
 
