@@ -29,7 +29,8 @@ export RINGMQ_PYTHON
 RINGMQ_NODE_MODULES="$(scripts/browser-env.sh)"
 export RINGMQ_NODE_MODULES
 # Benchmarks are not tests: they run with `cargo bench` (see bench/RESULTS.md).
-cargo test --locked -p ringmq --lib --bins --tests -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
+# Every crate's unit tests and the integration tests of the root package.
+cargo test --locked --workspace --exclude ringmq-bench --lib --bins --tests -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
 # The bench package's own unit tests (the load generator's; its benches are not run here).
 cargo test --locked -p ringmq-bench --bins
 raw_tests=()

@@ -1,39 +1,36 @@
 //! ringmq: a message broker and name server that speaks Apache RocketMQ's remoting protocol.
 //!
-//! Layout (the invariants are in ARCHITECTURE.md at the repository root):
-//! - `constants`: every limit and on-disk size in one place.
-//! - `protocol`: pure codec, no I/O (frames, RemotingCommand, typed headers, JSON bodies,
-//!   stored-message records).
-//! - `store`: CommitLog segments, ConsumeQueue, IndexFile, checkpoint, recovery, retention.
-//! - `writer`: the single CommitLog writer thread (sequencer, flush policy, publish).
-//! - `runtime`: the only module that names glommio: shards, pinning, cross-core mesh, sockets.
-//! - `remoting`: the connection loop shared by broker and name server, zero-copy writes.
-//! - `broker`: request handlers and broker state (topics, groups, offsets, long polling).
-//! - `namesrv`: route table, broker liveness, KV config (pure); `namesrv_server` runs it.
-//! - `auth`: access control (request signatures, ACLs), not yet called by the broker.
-//! - `tls`: the TLS keys turned into rustls configurations (certificates, keys, trust).
-//! - `common`: the clock and config-file replacement, shared by broker and name server.
-//! - `config`: broker.conf (RocketMQ key=value names) and CLI overrides.
-//! - `admin`: the blocking admin client library for tools (`ringmq admin`, a console);
-//!   `admin_cli` the `ringmq admin` command over it.
-//! - `console`: the web console, an HTTP server on its own threads whose pages are built from
-//!   `admin` calls.
+//! The code lives in the workspace's crates, one per layer, each depending only on the layers
+//! below it (ARCHITECTURE.md draws the graph):
+//! - `ringmq-protocol`: the pure codec (frames, RemotingCommand, headers, bodies, stored
+//!   records), the reserved topic names, every limit (`constants`), the SQL92 `filter` and the
+//!   helpers below everything (`common`).
+//! - `ringmq-runtime`: the only crate that names glommio: executors, the thread plan, the mesh,
+//!   mailboxes, sockets.
+//! - `ringmq-store`: the on-disk store and its single `writer` thread.
+//! - `ringmq-auth`: access control (request signatures, ACL 1.0 and 2.0), pure.
+//! - `ringmq-remoting`: the connection loop shared by broker and name server, and `tls`.
+//! - `ringmq-namesrv`: the name server's core and its `server`.
+//! - `ringmq-controller`: RocketMQ 5's controller on openraft.
+//! - `ringmq-broker`: request handlers and broker state, and the broker's `config`.
+//! - `ringmq-admin`: the admin client library, `ringmq admin` (`cli`) and the web `console`.
+//!
+//! This crate is the `ringmq` binary; its library re-exports the crates under the module names
+//! the binary, the benches and the integration tests use.
 
-pub mod admin;
-pub mod admin_cli;
-pub mod auth;
-pub mod broker;
-pub mod common;
-pub mod config;
-pub mod console;
-pub mod constants;
-pub mod controller;
-pub mod filter;
-pub mod namesrv;
-pub mod namesrv_server;
-pub mod protocol;
-pub mod remoting;
-pub mod runtime;
-pub mod store;
-pub mod tls;
-pub mod writer;
+pub use ringmq_admin as admin;
+pub use ringmq_admin::cli as admin_cli;
+pub use ringmq_admin::console;
+pub use ringmq_auth as auth;
+pub use ringmq_broker as broker;
+pub use ringmq_broker::config;
+pub use ringmq_controller as controller;
+pub use ringmq_namesrv as namesrv;
+pub use ringmq_namesrv::server as namesrv_server;
+pub use ringmq_protocol as protocol;
+pub use ringmq_protocol::{common, constants, filter};
+pub use ringmq_remoting as remoting;
+pub use ringmq_remoting::tls;
+pub use ringmq_runtime as runtime;
+pub use ringmq_store as store;
+pub use ringmq_store::writer;

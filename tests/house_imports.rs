@@ -1,27 +1,40 @@
-// The shape of src/ as its imports draw it, checked without a broker:
+// The shape of the workspace as its imports draw it, checked without a broker:
 //
-// (d) module imports point one way: no module reaches, through paths it writes as `crate::...`
-//     or `super::...`, a module that reaches it back (a module is a file; `mod.rs` is its
-//     directory's module; code under `#[cfg(test)]` does not count);
-// (e) the layers the architecture names hold: `remoting` knows nothing of the store or the
-//     broker, the name server knows nothing of the broker, and `common` sits below everything.
+// (d) inside each crate, module imports point one way: no module reaches, through paths it
+//     writes as `crate::...` or `super::...`, a module that reaches it back (a module is a file;
+//     `mod.rs` is its directory's module; code under `#[cfg(test)]` does not count);
+// (e) the crates depend on each other as ARCHITECTURE.md's crate table says (the compiler then
+//     holds every layer: a crate cannot name one it does not depend on), and inside
+//     `ringmq-protocol` the helpers below everything (`common`, `constants`) reach nothing else.
 //
 // A module's uses of its own children by relative path (`mod x; ... x::f()`) are containment,
 // not imports, and are not drawn. Every failure names the modules and the edges of the circle.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
 
-fn src_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every `.rs` file of the library (not `main.rs`, not `bin/`) with its module path.
-fn modules() -> BTreeMap<Module, PathBuf> {
+/// The workspace's library crates: `crates/<dir>`, by directory name.
+fn crate_dirs() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(workspace_root().join("crates"))
+        .expect("read crates/")
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every `.rs` file of one crate's library (not `main.rs`, not `bin/`) with its module path.
+fn modules(src_root: &Path) -> BTreeMap<Module, PathBuf> {
     let mut out = BTreeMap::new();
-    let mut stack = vec![src_root()];
+    let mut stack = vec![src_root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).expect("read src").flatten() {
             let path = entry.path();
@@ -34,7 +47,7 @@ fn modules() -> BTreeMap<Module, PathBuf> {
             if path.extension().is_none_or(|e| e != "rs") {
                 continue;
             }
-            let rel = path.strip_prefix(src_root()).expect("under src");
+            let rel = path.strip_prefix(src_root).expect("under src");
             let mut parts: Module = rel
                 .with_extension("")
                 .iter()
@@ -230,8 +243,9 @@ fn resolve(path: &Module, mods: &BTreeMap<Module, PathBuf>) -> Option<Module> {
         .find(|p| mods.contains_key(p))
 }
 
-fn import_graph() -> BTreeMap<Module, BTreeSet<Module>> {
-    let mods = modules();
+/// One crate's module graph (`crates/<dir>/src`).
+fn import_graph(dir: &str) -> BTreeMap<Module, BTreeSet<Module>> {
+    let mods = modules(&workspace_root().join("crates").join(dir).join("src"));
     let mut test_only: BTreeSet<Module> = BTreeSet::new();
     for (m, path) in &mods {
         let src = std::fs::read_to_string(path).expect("read module");
@@ -341,68 +355,91 @@ fn describe(graph: &BTreeMap<Module, BTreeSet<Module>>, comp: &[Module]) -> Stri
 /// Rule (d), per file and per top-level module.
 #[test]
 fn rule_d_imports_point_one_way() {
-    let graph = import_graph();
-    let mut found: Vec<String> = circles(&graph)
-        .iter()
-        .map(|c| format!("  circle of {} modules:\n{}", c.len(), describe(&graph, c)))
-        .collect();
-    let mut top: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
-    for (a, targets) in &graph {
-        for b in targets {
-            let (ta, tb) = (a[..a.len().min(1)].to_vec(), b[..b.len().min(1)].to_vec());
-            if ta != tb && !ta.is_empty() && !tb.is_empty() {
-                top.entry(ta).or_default().insert(tb);
-            }
-        }
+    let mut found = Vec::new();
+    for dir in crate_dirs() {
+        found.extend(
+            circles_in(&import_graph(&dir))
+                .into_iter()
+                .map(|c| format!("  in crates/{dir}:\n{c}")),
+        );
     }
-    found.extend(
-        circles(&top)
-            .iter()
-            .map(|c| format!("  circle of top-level modules:\n{}", describe(&top, c))),
-    );
     assert!(found.is_empty(), "house rule d:\n{}", found.join("\n"));
 }
 
-/// Rule (e): the named layers.
+/// The circles of one crate's graph, among its files. (Between crates the compiler forbids
+/// them; a directory module that mixes layers, like the broker's `timer/`, is several files.)
+fn circles_in(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    circles(graph)
+        .iter()
+        .map(|c| format!("  circle of {} modules:\n{}", c.len(), describe(graph, c)))
+        .collect()
+}
+
+/// The `ringmq-*` crates a crate's Cargo.toml depends on (its `[dependencies]` table).
+fn cargo_deps(dir: &str) -> BTreeSet<String> {
+    let path = workspace_root().join("crates").join(dir).join("Cargo.toml");
+    let text = std::fs::read_to_string(path).expect("read Cargo.toml");
+    let deps = text
+        .split("\n[dependencies]\n")
+        .nth(1)
+        .expect("a [dependencies] table");
+    deps.lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| l.split([' ', '.', '=']).next())
+        .filter(|n| n.starts_with("ringmq-"))
+        .map(String::from)
+        .collect()
+}
+
+/// ARCHITECTURE.md's crate table: `| \`ringmq-x\` | \`ringmq-y\`, ... | owns |` rows.
+fn documented_crates() -> BTreeMap<String, BTreeSet<String>> {
+    let doc = std::fs::read_to_string(workspace_root().join("ARCHITECTURE.md")).expect("read");
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.starts_with("Crates\n"))
+        .expect("a Crates section");
+    let mut out = BTreeMap::new();
+    for line in section.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let Some(name) = cells.get(1).and_then(|c| c.strip_prefix("`ringmq-")) else {
+            continue;
+        };
+        let deps = cells[2]
+            .split(',')
+            .map(|d| d.trim().trim_matches('`'))
+            .filter(|d| !d.is_empty())
+            .map(String::from)
+            .collect();
+        out.insert(name.trim_end_matches('`').to_string(), deps);
+    }
+    out
+}
+
+/// Rule (e): the crate graph is the documented one, and the protocol crate's helpers sit below
+/// the rest of it.
 #[test]
 fn rule_e_layers_hold() {
-    let graph = import_graph();
-    let forbidden: &[(&str, &[&str])] = &[
-        (
-            "remoting",
-            &["store", "broker", "writer", "namesrv", "namesrv_server"],
-        ),
-        ("namesrv", &["broker", "store", "writer"]),
-        ("namesrv_server", &["broker", "store", "writer"]),
-        (
-            "common",
-            &[
-                "broker",
-                "namesrv",
-                "namesrv_server",
-                "remoting",
-                "store",
-                "writer",
-                "runtime",
-                "protocol",
-                "config",
-            ],
-        ),
-        (
-            "protocol",
-            &["broker", "store", "writer", "remoting", "runtime"],
-        ),
-    ];
+    let documented = documented_crates();
+    let actual: BTreeMap<String, BTreeSet<String>> = crate_dirs()
+        .into_iter()
+        .map(|d| {
+            let deps = cargo_deps(&d);
+            (d, deps)
+        })
+        .collect();
+    assert_eq!(
+        actual, documented,
+        "house rule e: crates/*/Cargo.toml and ARCHITECTURE.md's crate table differ"
+    );
+    let graph = import_graph("protocol");
     let mut found = Vec::new();
     for (a, targets) in &graph {
         for b in targets {
             let (Some(ta), Some(tb)) = (a.first(), b.first()) else {
                 continue;
             };
-            for (layer, below) in forbidden {
-                if ta == layer && below.contains(&tb.as_str()) {
-                    found.push(format!("  {} -> {}", name(a), name(b)));
-                }
+            if ["common", "constants"].contains(&ta.as_str()) && ta != tb {
+                found.push(format!("  {} -> {}", name(a), name(b)));
             }
         }
     }

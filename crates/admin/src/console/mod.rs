@@ -1,0 +1,64 @@
+//! The web console: a small HTTP server that shows a RocketMQ cluster in a browser, as
+//! RocketMQ's dashboard does, and owns nothing of the broker. It is an admin client: every
+//! page's data comes from the remoting admin protocol, asked of the name servers it is given
+//! and of the brokers they list, so it works the same inside `ringmq serve` (started by
+//! default, `--console-listen`) and as `ringmq console --namesrv-addr` beside any cluster.
+//!
+//! - `server`: the listener and its fixed set of worker threads (the thread plan's
+//!   `Role::Console`), one request per connection, bounded in size and time (`http`).
+//! - `routes`: pages, embedded assets (`assets`, files under `src/console/assets/`), the error
+//!   answers (`pages`) and the
+//!   JSON API (`api`, built on `crate::admin`) by path; `error`: the API's one error type and
+//!   its HTTP statuses.
+//!
+//! Invariants: a console request never runs on a broker shard and never blocks one (it reaches
+//! the broker only through its admin requests over TCP); at most `CONSOLE_WORKERS` requests
+//! are served at once, each holding fixed-size buffers; every API error is a JSON message the
+//! page shows.
+
+mod api;
+mod assets;
+mod error;
+mod http;
+mod pages;
+mod routes;
+mod server;
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub use server::ConsoleServer;
+
+use crate::constants::CONSOLE_ADMIN_TIMEOUT_MS;
+use crate::runtime::placement::ThreadPlan;
+use crate::AdminClient;
+
+/// What the console is a console of: the admin client of its name servers.
+#[derive(Clone, Debug)]
+pub struct Console {
+    pub admin: AdminClient,
+}
+
+impl Console {
+    /// The console of the cluster behind the name servers `namesrv` (at least one).
+    pub fn new(namesrv: &[SocketAddr]) -> io::Result<Console> {
+        let list: Vec<String> = namesrv.iter().map(SocketAddr::to_string).collect();
+        let admin = AdminClient::new(&list.join(";"))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?
+            .with_timeout(Duration::from_millis(CONSOLE_ADMIN_TIMEOUT_MS));
+        Ok(Console { admin })
+    }
+}
+
+/// Starts a console on `listen` (port 0: any free port; `ConsoleServer::addr` says which) for
+/// the cluster whose name servers are `namesrv`; its workers are placed by `plan`.
+pub fn start_console(
+    plan: &ThreadPlan,
+    listen: SocketAddr,
+    namesrv: Vec<SocketAddr>,
+) -> io::Result<ConsoleServer> {
+    let server = server::start(plan, listen, Console::new(&namesrv)?)?;
+    tracing::info!(addr = %server.addr, "web console listening");
+    Ok(server)
+}
