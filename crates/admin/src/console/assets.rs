@@ -1,6 +1,6 @@
 //! The console's pages, style and script, embedded in the binary at build time from
-//! `src/console/assets/` (plain HTML, CSS and JavaScript written for ringmq; no build step, no
-//! third-party code), so a console needs no files beside the binary.
+//! `crates/admin/src/console/assets/` (plain HTML, CSS and JavaScript written for ringmq; no
+//! build step, no third-party code), so a console needs no files beside the binary.
 
 /// The shell of every page: its script draws the page the path names.
 pub const APP_HTML: &str = include_str!("assets/app.html");

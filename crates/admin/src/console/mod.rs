@@ -6,10 +6,9 @@
 //!
 //! - `server`: the listener and its fixed set of worker threads (the thread plan's
 //!   `Role::Console`), one request per connection, bounded in size and time (`http`).
-//! - `routes`: pages, embedded assets (`assets`, files under `src/console/assets/`), the error
-//!   answers (`pages`) and the
-//!   JSON API (`api`, built on `crate::admin`) by path; `error`: the API's one error type and
-//!   its HTTP statuses.
+//! - `routes`: pages, embedded assets (`assets`, the files under `assets/` beside it), the
+//!   error answers (`pages`) and the JSON API (`api`, built on the admin client) by path;
+//!   `error`: the API's one error type and its HTTP statuses.
 //!
 //! Invariants: a console request never runs on a broker shard and never blocks one (it reaches
 //! the broker only through its admin requests over TCP); at most `CONSOLE_WORKERS` requests
