@@ -94,7 +94,7 @@ PY
 
 if [[ $FAILOVER == 1 ]]; then
   RINGMQ_TEST_BIN="$RINGMQ" RINGMQ_FAILOVER_ROUNDS="$FAILOVER_ROUNDS" \
-    cargo test --locked --test failover_controller a_killed_master -- --nocapture \
+    cargo test --locked --test cluster failover_controller::a_killed_master -- --nocapture \
     >"$OUT/failover.log" 2>&1 || { echo "the failover run failed: $OUT/failover.log" >&2; exit 1; }
   python3 - "$OUT/failover.log" <<'PY'
 import re, statistics, sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes what the web console's browser test (tests/console_browser.rs) drives a browser with, and
+# Makes what the web console's browser test (tests/tools/browser.rs) drives a browser with, and
 # prints the path of the node_modules directory that holds playwright-core on stdout (everything
 # else goes to stderr).
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the Python virtualenv the C++-client tests (tests/cpp_client.rs) run their scripts with,
+# Makes the Python virtualenv the C++-client tests (tests/cluster/cpp_client.rs) run their scripts with,
 # and prints the path of its python on stdout (everything else goes to stderr).
 #
 # The venv holds rocketmq-python-cvs, a ctypes binding that ships librocketmq.so, the RocketMQ

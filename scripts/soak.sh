@@ -13,5 +13,5 @@ export SOAK_SECS=${SOAK_SECS:-1800}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/ringmq/target-soak}
 log=${SOAK_LOG:-${TMPDIR:-/tmp}/ringmq-soak-$(date +%Y%m%d-%H%M%S).log}
 echo "soak: ${SOAK_SECS}s, log $log"
-cargo test --release --test soak_short -- --nocapture --test-threads=1 2>&1 | tee "$log" |
+cargo test --release --test cluster soak_short:: -- --nocapture --test-threads=1 2>&1 | tee "$log" |
     grep -E '^soak|test result|panicked|assert'

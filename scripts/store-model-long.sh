@@ -3,5 +3,5 @@
 # Usage: scripts/store-model-long.sh [cases] [crash-iterations]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PROPTEST_CASES="${1:-500}" cargo test --release --test store_model -- --nocapture
-STORE_CRASH_ITERS="${2:-200}" cargo test --release --test store_crash -- --nocapture
+PROPTEST_CASES="${1:-500}" cargo test --release --test store model:: -- --nocapture
+STORE_CRASH_ITERS="${2:-200}" cargo test --release --test store crash:: -- --nocapture

@@ -5,7 +5,7 @@
 # builds them from scratch with the same command.
 # RINGMQ_TEST_FLUSH_DISK_TYPE=SYNC_FLUSH runs every test broker under group commit instead of the
 # default ASYNC_FLUSH (tests that choose a flush mode keep theirs). The protocol-level tests
-# (tests/raw_*) run a second time that way at the end: SYNC_FLUSH takes other paths through the
+# (tests/raw/) run a second time that way at the end: SYNC_FLUSH takes other paths through the
 # writer (replies wait for the group commit's fdatasync on the writer's ring; keys are indexed
 # later).
 # The C++-client tests need python3 with venv and PyPI (scripts/python-env.sh, RINGMQ_VENV).
@@ -20,11 +20,11 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The integration tests spawn the broker binary; build it once before they run in parallel.
 cargo build --locked -p ringmq --bins
-# tests/cpp_client.rs runs the C++ client through Python: make (or reuse) its venv outside the
-# clone and hand its interpreter to the tests.
+# tests/cluster/cpp_client.rs runs the C++ client through Python: make (or reuse) its venv
+# outside the clone and hand its interpreter to the tests.
 RINGMQ_PYTHON="$(scripts/python-env.sh)"
 export RINGMQ_PYTHON
-# tests/console_browser.rs drives the web console in Chromium with playwright-core: install (or
+# tests/tools/browser.rs drives the web console in Chromium with playwright-core: install (or
 # reuse) them outside the clone and hand the node_modules path to the test.
 RINGMQ_NODE_MODULES="$(scripts/browser-env.sh)"
 export RINGMQ_NODE_MODULES
@@ -33,7 +33,5 @@ export RINGMQ_NODE_MODULES
 cargo test --locked --workspace --exclude ringmq-bench --lib --bins --tests -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
 # The bench package's own unit tests (the load generator's; its benches are not run here).
 cargo test --locked -p ringmq-bench --bins
-raw_tests=()
-for f in tests/raw_*.rs; do raw_tests+=(--test "$(basename "$f" .rs)"); done
 RINGMQ_TEST_FLUSH_DISK_TYPE=SYNC_FLUSH \
-  cargo test --locked -p ringmq "${raw_tests[@]}" -- --test-threads="${RINGMQ_TEST_THREADS:-4}"
+  cargo test --locked -p ringmq --test raw -- --test-threads="${RINGMQ_TEST_THREADS:-4}"

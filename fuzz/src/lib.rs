@@ -1,5 +1,5 @@
 //! Bodies of ringmq's fuzz targets, one `pub fn(&[u8])` per decoder that reads network or disk
-//! input. The libFuzzer targets in `fuzz_targets/` call these; `tests/fuzz_smoke.rs` in the main
+//! input. The libFuzzer targets in `fuzz_targets/` call these; `tests/house/fuzz_smoke.rs` in the main
 //! crate includes this same file (`#[path]`) and runs every body over seeded random and mutated
 //! valid inputs, so CI checks the same properties on stable Rust.
 //!

@@ -1,4 +1,4 @@
-//! Crash-test driver (child process of tests/store_crash.rs): opens the store at argv[1] with
+//! Crash-test driver (child process of tests/store/crash.rs): opens the store at argv[1] with
 //! SYNC_FLUSH and small segments, appends records with deterministic content from several
 //! threads, and prints `ACK <phy> <queue_offset> <seed>` only after the writer's reply (i.e.
 //! after the fdatasync covering the record). It runs until killed.

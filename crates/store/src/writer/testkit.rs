@@ -220,7 +220,7 @@ impl Dispatcher for CqDispatcher {
 }
 
 /// The crash test's record body for a seed: length 1..=3000, bytes from a xorshift stream. The
-/// driver (store_torture) writes it and tests/store_crash.rs checks recovered records against
+/// driver (store_torture) writes it and tests/store/crash.rs checks recovered records against
 /// it.
 pub fn seeded_body(seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;

@@ -23,7 +23,7 @@ fn expiring(dir: &std::path::Path, seg: u64, check_ms: u64) -> StoreConfig {
         file_reserved_time_hours: 0,
         delete_when: crate::config::DeleteWhen::parse(&every_hour()).unwrap(),
         retention_check_interval_ms: check_ms,
-        // The pause between deletions has its own test (tests/store_retention_deleter.rs).
+        // The pause between deletions has its own test (tests/store/retention_deleter.rs).
         delete_commit_log_files_interval_ms: 0,
         ..cfg(dir, seg)
     }
