@@ -4,193 +4,220 @@
 //! `LanguageCode`, plus `MQVersion`. Used by every handler and by
 //! `command` to turn the JSON language name into the wire byte and back.
 
+/// Declares a module of `i32` code constants and, in it, `NAMES`: each code with its Java
+/// constant's name, in declaration order (ascending, as a unit test checks). This is the one list
+/// of codes: metric labels and error texts read names from it, never from a copy.
+macro_rules! code_table {
+    ($(#[$doc:meta])* pub mod $module:ident { $($name:ident = $value:literal,)* }) => {
+        $(#[$doc])*
+        pub mod $module {
+            $(pub const $name: i32 = $value;)*
+
+            /// Every code of this module with its Java name, ascending by code.
+            pub const NAMES: &[(i32, &str)] = &[$(($value, stringify!($name)),)*];
+
+            /// The Java name of `code`, None for a code ringmq does not know.
+            pub fn name(code: i32) -> Option<&'static str> {
+                NAMES
+                    .binary_search_by_key(&code, |e| e.0)
+                    .ok()
+                    .map(|i| NAMES[i].1)
+            }
+        }
+    };
+}
+
 /// `MQVersion.Version.V5_3_3.ordinal()`: the version we put into commands we emit.
 pub const CURRENT_VERSION: i32 = 479;
 
-/// Request codes (client to server, and broker to client for 39/40/220/221/307/309/326).
-pub mod request_code {
-    pub const SEND_MESSAGE: i32 = 10;
-    pub const PULL_MESSAGE: i32 = 11;
-    pub const QUERY_MESSAGE: i32 = 12;
-    pub const QUERY_BROKER_OFFSET: i32 = 13;
-    pub const QUERY_CONSUMER_OFFSET: i32 = 14;
-    pub const UPDATE_CONSUMER_OFFSET: i32 = 15;
-    pub const UPDATE_AND_CREATE_TOPIC: i32 = 17;
-    pub const GET_ALL_TOPIC_CONFIG: i32 = 21;
-    pub const GET_TOPIC_CONFIG_LIST: i32 = 22;
-    pub const GET_TOPIC_NAME_LIST: i32 = 23;
-    pub const UPDATE_BROKER_CONFIG: i32 = 25;
-    pub const GET_BROKER_CONFIG: i32 = 26;
-    pub const TRIGGER_DELETE_FILES: i32 = 27;
-    pub const GET_BROKER_RUNTIME_INFO: i32 = 28;
-    pub const SEARCH_OFFSET_BY_TIMESTAMP: i32 = 29;
-    pub const GET_MAX_OFFSET: i32 = 30;
-    pub const GET_MIN_OFFSET: i32 = 31;
-    pub const GET_EARLIEST_MSG_STORETIME: i32 = 32;
-    pub const VIEW_MESSAGE_BY_ID: i32 = 33;
-    pub const HEART_BEAT: i32 = 34;
-    pub const UNREGISTER_CLIENT: i32 = 35;
-    pub const CONSUMER_SEND_MSG_BACK: i32 = 36;
-    pub const END_TRANSACTION: i32 = 37;
-    pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
-    pub const CHECK_TRANSACTION_STATE: i32 = 39;
-    pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
-    pub const LOCK_BATCH_MQ: i32 = 41;
-    pub const UNLOCK_BATCH_MQ: i32 = 42;
-    pub const GET_ALL_CONSUMER_OFFSET: i32 = 43;
-    pub const GET_ALL_DELAY_OFFSET: i32 = 45;
-    pub const CHECK_CLIENT_CONFIG: i32 = 46;
-    pub const GET_TIMER_CHECK_POINT: i32 = 60;
-    pub const GET_TIMER_METRICS: i32 = 61;
-    pub const PUT_KV_CONFIG: i32 = 100;
-    pub const GET_KV_CONFIG: i32 = 101;
-    pub const DELETE_KV_CONFIG: i32 = 102;
-    pub const REGISTER_BROKER: i32 = 103;
-    pub const UNREGISTER_BROKER: i32 = 104;
-    pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
-    pub const GET_BROKER_CLUSTER_INFO: i32 = 106;
-    pub const UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: i32 = 200;
-    pub const GET_ALL_SUBSCRIPTIONGROUP_CONFIG: i32 = 201;
-    pub const GET_TOPIC_STATS_INFO: i32 = 202;
-    pub const GET_CONSUMER_CONNECTION_LIST: i32 = 203;
-    pub const GET_PRODUCER_CONNECTION_LIST: i32 = 204;
-    pub const WIPE_WRITE_PERM_OF_BROKER: i32 = 205;
-    pub const GET_ALL_TOPIC_LIST_FROM_NAMESERVER: i32 = 206;
-    pub const DELETE_SUBSCRIPTIONGROUP: i32 = 207;
-    pub const GET_CONSUME_STATS: i32 = 208;
-    pub const DELETE_TOPIC_IN_BROKER: i32 = 215;
-    pub const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
-    pub const REGISTER_TOPIC_IN_NAMESRV: i32 = 217;
-    pub const GET_KVLIST_BY_NAMESPACE: i32 = 219;
-    pub const RESET_CONSUMER_CLIENT_OFFSET: i32 = 220;
-    pub const GET_CONSUMER_STATUS_FROM_CLIENT: i32 = 221;
-    pub const INVOKE_BROKER_TO_RESET_OFFSET: i32 = 222;
-    pub const INVOKE_BROKER_TO_GET_CONSUMER_STATUS: i32 = 223;
-    pub const GET_TOPICS_BY_CLUSTER: i32 = 224;
-    pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
-    pub const QUERY_CONSUME_TIME_SPAN: i32 = 303;
-    pub const GET_SYSTEM_TOPIC_LIST_FROM_NS: i32 = 304;
-    pub const GET_SYSTEM_TOPIC_LIST_FROM_BROKER: i32 = 305;
-    pub const CLEAN_EXPIRED_CONSUMEQUEUE: i32 = 306;
-    pub const GET_CONSUMER_RUNNING_INFO: i32 = 307;
-    pub const QUERY_CORRECTION_OFFSET: i32 = 308;
-    pub const CONSUME_MESSAGE_DIRECTLY: i32 = 309;
-    pub const SEND_MESSAGE_V2: i32 = 310;
-    pub const CLONE_GROUP_OFFSET: i32 = 314;
-    pub const VIEW_BROKER_STATS_DATA: i32 = 315;
-    pub const CLEAN_UNUSED_TOPIC: i32 = 316;
-    pub const GET_BROKER_CONSUME_STATS: i32 = 317;
-    pub const UPDATE_NAMESRV_CONFIG: i32 = 318;
-    pub const GET_NAMESRV_CONFIG: i32 = 319;
-    pub const SEND_BATCH_MESSAGE: i32 = 320;
-    pub const QUERY_CONSUME_QUEUE: i32 = 321;
-    pub const QUERY_DATA_VERSION: i32 = 322;
-    pub const SEND_REPLY_MESSAGE: i32 = 324;
-    pub const SEND_REPLY_MESSAGE_V2: i32 = 325;
-    pub const PUSH_REPLY_MESSAGE_TO_CLIENT: i32 = 326;
-    pub const ADD_WRITE_PERM_OF_BROKER: i32 = 327;
-    pub const GET_ALL_PRODUCER_INFO: i32 = 328;
-    pub const DELETE_EXPIRED_COMMITLOG: i32 = 329;
-    pub const GET_TOPIC_CONFIG: i32 = 351;
-    pub const GET_SUBSCRIPTIONGROUP_CONFIG: i32 = 352;
-    pub const LITE_PULL_MESSAGE: i32 = 361;
-    pub const RECALL_MESSAGE: i32 = 370;
-    pub const QUERY_ASSIGNMENT: i32 = 400;
-    pub const BROKER_HEARTBEAT: i32 = 904;
-    pub const GET_BROKER_HA_STATUS: i32 = 907;
-    pub const CONTROLLER_ALTER_SYNC_STATE_SET: i32 = 1001;
-    pub const CONTROLLER_ELECT_MASTER: i32 = 1002;
-    pub const CONTROLLER_REGISTER_BROKER: i32 = 1003;
-    pub const CONTROLLER_GET_REPLICA_INFO: i32 = 1004;
-    pub const CONTROLLER_GET_METADATA_INFO: i32 = 1005;
-    pub const CONTROLLER_GET_SYNC_STATE_DATA: i32 = 1006;
-    pub const GET_BROKER_EPOCH_CACHE: i32 = 1007;
-    pub const NOTIFY_BROKER_ROLE_CHANGED: i32 = 1008;
-    pub const UPDATE_CONTROLLER_CONFIG: i32 = 1009;
-    pub const GET_CONTROLLER_CONFIG: i32 = 1010;
-    pub const CLEAN_BROKER_DATA: i32 = 1011;
-    pub const CONTROLLER_GET_NEXT_BROKER_ID: i32 = 1012;
-    pub const CONTROLLER_APPLY_BROKER_ID: i32 = 1013;
-    pub const AUTH_CREATE_USER: i32 = 3001;
-    pub const AUTH_UPDATE_USER: i32 = 3002;
-    pub const AUTH_DELETE_USER: i32 = 3003;
-    pub const AUTH_GET_USER: i32 = 3004;
-    pub const AUTH_LIST_USER: i32 = 3005;
-    pub const AUTH_CREATE_ACL: i32 = 3006;
-    pub const AUTH_UPDATE_ACL: i32 = 3007;
-    pub const AUTH_DELETE_ACL: i32 = 3008;
-    pub const AUTH_GET_ACL: i32 = 3009;
-    pub const AUTH_LIST_ACL: i32 = 3010;
-    pub const POP_MESSAGE: i32 = 200050;
-    pub const ACK_MESSAGE: i32 = 200051;
-    pub const CHANGE_MESSAGE_INVISIBLETIME: i32 = 200053;
-    pub const NOTIFICATION: i32 = 200054;
+code_table! {
+    /// Request codes (client to server, and broker to client for 39/40/220/221/307/309/326).
+    pub mod request_code {
+        SEND_MESSAGE = 10,
+        PULL_MESSAGE = 11,
+        QUERY_MESSAGE = 12,
+        QUERY_BROKER_OFFSET = 13,
+        QUERY_CONSUMER_OFFSET = 14,
+        UPDATE_CONSUMER_OFFSET = 15,
+        UPDATE_AND_CREATE_TOPIC = 17,
+        GET_ALL_TOPIC_CONFIG = 21,
+        GET_TOPIC_CONFIG_LIST = 22,
+        GET_TOPIC_NAME_LIST = 23,
+        UPDATE_BROKER_CONFIG = 25,
+        GET_BROKER_CONFIG = 26,
+        TRIGGER_DELETE_FILES = 27,
+        GET_BROKER_RUNTIME_INFO = 28,
+        SEARCH_OFFSET_BY_TIMESTAMP = 29,
+        GET_MAX_OFFSET = 30,
+        GET_MIN_OFFSET = 31,
+        GET_EARLIEST_MSG_STORETIME = 32,
+        VIEW_MESSAGE_BY_ID = 33,
+        HEART_BEAT = 34,
+        UNREGISTER_CLIENT = 35,
+        CONSUMER_SEND_MSG_BACK = 36,
+        END_TRANSACTION = 37,
+        GET_CONSUMER_LIST_BY_GROUP = 38,
+        CHECK_TRANSACTION_STATE = 39,
+        NOTIFY_CONSUMER_IDS_CHANGED = 40,
+        LOCK_BATCH_MQ = 41,
+        UNLOCK_BATCH_MQ = 42,
+        GET_ALL_CONSUMER_OFFSET = 43,
+        GET_ALL_DELAY_OFFSET = 45,
+        CHECK_CLIENT_CONFIG = 46,
+        GET_TIMER_CHECK_POINT = 60,
+        GET_TIMER_METRICS = 61,
+        PUT_KV_CONFIG = 100,
+        GET_KV_CONFIG = 101,
+        DELETE_KV_CONFIG = 102,
+        REGISTER_BROKER = 103,
+        UNREGISTER_BROKER = 104,
+        GET_ROUTEINFO_BY_TOPIC = 105,
+        GET_BROKER_CLUSTER_INFO = 106,
+        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200,
+        GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201,
+        GET_TOPIC_STATS_INFO = 202,
+        GET_CONSUMER_CONNECTION_LIST = 203,
+        GET_PRODUCER_CONNECTION_LIST = 204,
+        WIPE_WRITE_PERM_OF_BROKER = 205,
+        GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206,
+        DELETE_SUBSCRIPTIONGROUP = 207,
+        GET_CONSUME_STATS = 208,
+        DELETE_TOPIC_IN_BROKER = 215,
+        DELETE_TOPIC_IN_NAMESRV = 216,
+        REGISTER_TOPIC_IN_NAMESRV = 217,
+        GET_KVLIST_BY_NAMESPACE = 219,
+        RESET_CONSUMER_CLIENT_OFFSET = 220,
+        GET_CONSUMER_STATUS_FROM_CLIENT = 221,
+        INVOKE_BROKER_TO_RESET_OFFSET = 222,
+        INVOKE_BROKER_TO_GET_CONSUMER_STATUS = 223,
+        GET_TOPICS_BY_CLUSTER = 224,
+        QUERY_TOPIC_CONSUME_BY_WHO = 300,
+        QUERY_CONSUME_TIME_SPAN = 303,
+        GET_SYSTEM_TOPIC_LIST_FROM_NS = 304,
+        GET_SYSTEM_TOPIC_LIST_FROM_BROKER = 305,
+        CLEAN_EXPIRED_CONSUMEQUEUE = 306,
+        GET_CONSUMER_RUNNING_INFO = 307,
+        QUERY_CORRECTION_OFFSET = 308,
+        CONSUME_MESSAGE_DIRECTLY = 309,
+        SEND_MESSAGE_V2 = 310,
+        CLONE_GROUP_OFFSET = 314,
+        VIEW_BROKER_STATS_DATA = 315,
+        CLEAN_UNUSED_TOPIC = 316,
+        GET_BROKER_CONSUME_STATS = 317,
+        UPDATE_NAMESRV_CONFIG = 318,
+        GET_NAMESRV_CONFIG = 319,
+        SEND_BATCH_MESSAGE = 320,
+        QUERY_CONSUME_QUEUE = 321,
+        QUERY_DATA_VERSION = 322,
+        SEND_REPLY_MESSAGE = 324,
+        SEND_REPLY_MESSAGE_V2 = 325,
+        PUSH_REPLY_MESSAGE_TO_CLIENT = 326,
+        ADD_WRITE_PERM_OF_BROKER = 327,
+        GET_ALL_PRODUCER_INFO = 328,
+        DELETE_EXPIRED_COMMITLOG = 329,
+        GET_TOPIC_CONFIG = 351,
+        GET_SUBSCRIPTIONGROUP_CONFIG = 352,
+        LITE_PULL_MESSAGE = 361,
+        RECALL_MESSAGE = 370,
+        QUERY_ASSIGNMENT = 400,
+        BROKER_HEARTBEAT = 904,
+        GET_BROKER_HA_STATUS = 907,
+        CONTROLLER_ALTER_SYNC_STATE_SET = 1001,
+        CONTROLLER_ELECT_MASTER = 1002,
+        CONTROLLER_REGISTER_BROKER = 1003,
+        CONTROLLER_GET_REPLICA_INFO = 1004,
+        CONTROLLER_GET_METADATA_INFO = 1005,
+        CONTROLLER_GET_SYNC_STATE_DATA = 1006,
+        GET_BROKER_EPOCH_CACHE = 1007,
+        NOTIFY_BROKER_ROLE_CHANGED = 1008,
+        UPDATE_CONTROLLER_CONFIG = 1009,
+        GET_CONTROLLER_CONFIG = 1010,
+        CLEAN_BROKER_DATA = 1011,
+        CONTROLLER_GET_NEXT_BROKER_ID = 1012,
+        CONTROLLER_APPLY_BROKER_ID = 1013,
+        AUTH_CREATE_USER = 3001,
+        AUTH_UPDATE_USER = 3002,
+        AUTH_DELETE_USER = 3003,
+        AUTH_GET_USER = 3004,
+        AUTH_LIST_USER = 3005,
+        AUTH_CREATE_ACL = 3006,
+        AUTH_UPDATE_ACL = 3007,
+        AUTH_DELETE_ACL = 3008,
+        AUTH_GET_ACL = 3009,
+        AUTH_LIST_ACL = 3010,
+        POP_MESSAGE = 200050,
+        ACK_MESSAGE = 200051,
+        CHANGE_MESSAGE_INVISIBLETIME = 200053,
+        NOTIFICATION = 200054,
+    }
 }
 
-/// Response codes: the system codes 0-4 plus `ResponseCode`.
-pub mod response_code {
-    pub const SUCCESS: i32 = 0;
-    pub const SYSTEM_ERROR: i32 = 1;
-    pub const SYSTEM_BUSY: i32 = 2;
-    pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
-    pub const TRANSACTION_FAILED: i32 = 4;
-    pub const FLUSH_DISK_TIMEOUT: i32 = 10;
-    pub const SLAVE_NOT_AVAILABLE: i32 = 11;
-    pub const FLUSH_SLAVE_TIMEOUT: i32 = 12;
-    pub const MESSAGE_ILLEGAL: i32 = 13;
-    pub const SERVICE_NOT_AVAILABLE: i32 = 14;
-    pub const VERSION_NOT_SUPPORTED: i32 = 15;
-    pub const NO_PERMISSION: i32 = 16;
-    pub const TOPIC_NOT_EXIST: i32 = 17;
-    pub const TOPIC_EXIST_ALREADY: i32 = 18;
-    pub const PULL_NOT_FOUND: i32 = 19;
-    pub const PULL_RETRY_IMMEDIATELY: i32 = 20;
-    pub const PULL_OFFSET_MOVED: i32 = 21;
-    pub const QUERY_NOT_FOUND: i32 = 22;
-    pub const SUBSCRIPTION_PARSE_FAILED: i32 = 23;
-    pub const SUBSCRIPTION_NOT_EXIST: i32 = 24;
-    pub const SUBSCRIPTION_NOT_LATEST: i32 = 25;
-    pub const SUBSCRIPTION_GROUP_NOT_EXIST: i32 = 26;
-    pub const FILTER_DATA_NOT_EXIST: i32 = 27;
-    pub const FILTER_DATA_NOT_LATEST: i32 = 28;
-    pub const INVALID_PARAMETER: i32 = 29;
-    pub const TRANSACTION_SHOULD_COMMIT: i32 = 200;
-    pub const TRANSACTION_SHOULD_ROLLBACK: i32 = 201;
-    pub const TRANSACTION_STATE_UNKNOW: i32 = 202;
-    pub const TRANSACTION_STATE_GROUP_WRONG: i32 = 203;
-    pub const NO_BUYER_ID: i32 = 204;
-    pub const NOT_IN_CURRENT_UNIT: i32 = 205;
-    pub const CONSUMER_NOT_ONLINE: i32 = 206;
-    pub const CONSUME_MSG_TIMEOUT: i32 = 207;
-    pub const NO_MESSAGE: i32 = 208;
-    pub const POLLING_FULL: i32 = 209;
-    pub const POLLING_TIMEOUT: i32 = 210;
-    pub const BROKER_NOT_EXIST: i32 = 211;
-    pub const BROKER_DISPATCH_NOT_COMPLETE: i32 = 212;
-    pub const BROADCAST_CONSUMPTION: i32 = 213;
-    pub const FLOW_CONTROL: i32 = 215;
-    pub const NOT_LEADER_FOR_QUEUE: i32 = 501;
-    pub const ILLEGAL_OPERATION: i32 = 604;
-    pub const GO_AWAY: i32 = 1500;
-    pub const CONTROLLER_FENCED_MASTER_EPOCH: i32 = 2000;
-    pub const CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH: i32 = 2001;
-    pub const CONTROLLER_INVALID_MASTER: i32 = 2002;
-    pub const CONTROLLER_INVALID_REPLICAS: i32 = 2003;
-    pub const CONTROLLER_MASTER_NOT_AVAILABLE: i32 = 2004;
-    pub const CONTROLLER_INVALID_REQUEST: i32 = 2005;
-    pub const CONTROLLER_BROKER_NOT_ALIVE: i32 = 2006;
-    pub const CONTROLLER_NOT_LEADER: i32 = 2007;
-    pub const CONTROLLER_BROKER_METADATA_NOT_EXIST: i32 = 2008;
-    pub const CONTROLLER_INVALID_CLEAN_BROKER_METADATA: i32 = 2009;
-    pub const CONTROLLER_BROKER_NEED_TO_BE_REGISTERED: i32 = 2010;
-    pub const CONTROLLER_MASTER_STILL_EXIST: i32 = 2011;
-    pub const CONTROLLER_ELECT_MASTER_FAILED: i32 = 2012;
-    pub const CONTROLLER_ALTER_SYNC_STATE_SET_FAILED: i32 = 2013;
-    pub const CONTROLLER_BROKER_ID_INVALID: i32 = 2014;
-    pub const CONTROLLER_JRAFT_INTERNAL_ERROR: i32 = 2015;
-    pub const CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS: i32 = 2016;
-    pub const USER_NOT_EXIST: i32 = 3001;
-    pub const POLICY_NOT_EXIST: i32 = 3002;
+code_table! {
+    /// Response codes: the system codes 0-4 plus `ResponseCode`.
+    pub mod response_code {
+        SUCCESS = 0,
+        SYSTEM_ERROR = 1,
+        SYSTEM_BUSY = 2,
+        REQUEST_CODE_NOT_SUPPORTED = 3,
+        TRANSACTION_FAILED = 4,
+        FLUSH_DISK_TIMEOUT = 10,
+        SLAVE_NOT_AVAILABLE = 11,
+        FLUSH_SLAVE_TIMEOUT = 12,
+        MESSAGE_ILLEGAL = 13,
+        SERVICE_NOT_AVAILABLE = 14,
+        VERSION_NOT_SUPPORTED = 15,
+        NO_PERMISSION = 16,
+        TOPIC_NOT_EXIST = 17,
+        TOPIC_EXIST_ALREADY = 18,
+        PULL_NOT_FOUND = 19,
+        PULL_RETRY_IMMEDIATELY = 20,
+        PULL_OFFSET_MOVED = 21,
+        QUERY_NOT_FOUND = 22,
+        SUBSCRIPTION_PARSE_FAILED = 23,
+        SUBSCRIPTION_NOT_EXIST = 24,
+        SUBSCRIPTION_NOT_LATEST = 25,
+        SUBSCRIPTION_GROUP_NOT_EXIST = 26,
+        FILTER_DATA_NOT_EXIST = 27,
+        FILTER_DATA_NOT_LATEST = 28,
+        INVALID_PARAMETER = 29,
+        TRANSACTION_SHOULD_COMMIT = 200,
+        TRANSACTION_SHOULD_ROLLBACK = 201,
+        TRANSACTION_STATE_UNKNOW = 202,
+        TRANSACTION_STATE_GROUP_WRONG = 203,
+        NO_BUYER_ID = 204,
+        NOT_IN_CURRENT_UNIT = 205,
+        CONSUMER_NOT_ONLINE = 206,
+        CONSUME_MSG_TIMEOUT = 207,
+        NO_MESSAGE = 208,
+        POLLING_FULL = 209,
+        POLLING_TIMEOUT = 210,
+        BROKER_NOT_EXIST = 211,
+        BROKER_DISPATCH_NOT_COMPLETE = 212,
+        BROADCAST_CONSUMPTION = 213,
+        FLOW_CONTROL = 215,
+        NOT_LEADER_FOR_QUEUE = 501,
+        ILLEGAL_OPERATION = 604,
+        GO_AWAY = 1500,
+        CONTROLLER_FENCED_MASTER_EPOCH = 2000,
+        CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH = 2001,
+        CONTROLLER_INVALID_MASTER = 2002,
+        CONTROLLER_INVALID_REPLICAS = 2003,
+        CONTROLLER_MASTER_NOT_AVAILABLE = 2004,
+        CONTROLLER_INVALID_REQUEST = 2005,
+        CONTROLLER_BROKER_NOT_ALIVE = 2006,
+        CONTROLLER_NOT_LEADER = 2007,
+        CONTROLLER_BROKER_METADATA_NOT_EXIST = 2008,
+        CONTROLLER_INVALID_CLEAN_BROKER_METADATA = 2009,
+        CONTROLLER_BROKER_NEED_TO_BE_REGISTERED = 2010,
+        CONTROLLER_MASTER_STILL_EXIST = 2011,
+        CONTROLLER_ELECT_MASTER_FAILED = 2012,
+        CONTROLLER_ALTER_SYNC_STATE_SET_FAILED = 2013,
+        CONTROLLER_BROKER_ID_INVALID = 2014,
+        CONTROLLER_JRAFT_INTERNAL_ERROR = 2015,
+        CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS = 2016,
+        USER_NOT_EXIST = 3001,
+        POLICY_NOT_EXIST = 3002,
+    }
 }
 
 /// `LanguageCode` names indexed by their wire byte (JSON headers carry the name).
@@ -235,5 +262,23 @@ mod tests {
         assert_eq!(language_code("NODE_JS"), 13);
         assert_eq!(language_code("COBOL"), LANGUAGE_OTHER);
         assert_eq!(language_name(200), "OTHER");
+    }
+
+    /// Each table is strictly ascending (so `name` finds every code) and names Java's constants.
+    #[test]
+    fn code_tables_are_sorted_and_named() {
+        for names in [request_code::NAMES, response_code::NAMES] {
+            assert!(names.windows(2).all(|w| w[0].0 < w[1].0), "{names:?}");
+            for (code, name) in names {
+                assert_eq!(
+                    names.iter().find(|e| e.0 == *code).map(|e| e.1),
+                    Some(*name)
+                );
+            }
+        }
+        assert_eq!(request_code::name(310), Some("SEND_MESSAGE_V2"));
+        assert_eq!(response_code::name(19), Some("PULL_NOT_FOUND"));
+        assert_eq!(request_code::name(-7), None);
+        assert!(request_code::NAMES.len() > 100);
     }
 }

@@ -2,250 +2,45 @@
 //! name of its Java constant (`RequestCode`, `ResponseCode`), which Java's `RemotingHelper`
 //! produces with reflection; a code without a name is written as its number.
 //!
-//! The tables list every constant of `protocol::codes` (a unit test reads that file and
-//! compares), sorted by code for a binary search.
+//! The names are `protocol::codes`' tables, lower-cased once on first use (at a scrape, never on
+//! a request's path).
 
-/// `request_code` constants by value, lower-cased.
-const REQUEST_NAMES: &[(i32, &str)] = &[
-    (10, "send_message"),
-    (11, "pull_message"),
-    (12, "query_message"),
-    (13, "query_broker_offset"),
-    (14, "query_consumer_offset"),
-    (15, "update_consumer_offset"),
-    (17, "update_and_create_topic"),
-    (21, "get_all_topic_config"),
-    (22, "get_topic_config_list"),
-    (23, "get_topic_name_list"),
-    (25, "update_broker_config"),
-    (26, "get_broker_config"),
-    (27, "trigger_delete_files"),
-    (28, "get_broker_runtime_info"),
-    (29, "search_offset_by_timestamp"),
-    (30, "get_max_offset"),
-    (31, "get_min_offset"),
-    (32, "get_earliest_msg_storetime"),
-    (33, "view_message_by_id"),
-    (34, "heart_beat"),
-    (35, "unregister_client"),
-    (36, "consumer_send_msg_back"),
-    (37, "end_transaction"),
-    (38, "get_consumer_list_by_group"),
-    (39, "check_transaction_state"),
-    (40, "notify_consumer_ids_changed"),
-    (41, "lock_batch_mq"),
-    (42, "unlock_batch_mq"),
-    (43, "get_all_consumer_offset"),
-    (45, "get_all_delay_offset"),
-    (46, "check_client_config"),
-    (60, "get_timer_check_point"),
-    (61, "get_timer_metrics"),
-    (100, "put_kv_config"),
-    (101, "get_kv_config"),
-    (102, "delete_kv_config"),
-    (103, "register_broker"),
-    (104, "unregister_broker"),
-    (105, "get_routeinfo_by_topic"),
-    (106, "get_broker_cluster_info"),
-    (200, "update_and_create_subscriptiongroup"),
-    (201, "get_all_subscriptiongroup_config"),
-    (202, "get_topic_stats_info"),
-    (203, "get_consumer_connection_list"),
-    (204, "get_producer_connection_list"),
-    (205, "wipe_write_perm_of_broker"),
-    (206, "get_all_topic_list_from_nameserver"),
-    (207, "delete_subscriptiongroup"),
-    (208, "get_consume_stats"),
-    (215, "delete_topic_in_broker"),
-    (216, "delete_topic_in_namesrv"),
-    (217, "register_topic_in_namesrv"),
-    (219, "get_kvlist_by_namespace"),
-    (220, "reset_consumer_client_offset"),
-    (221, "get_consumer_status_from_client"),
-    (222, "invoke_broker_to_reset_offset"),
-    (223, "invoke_broker_to_get_consumer_status"),
-    (224, "get_topics_by_cluster"),
-    (300, "query_topic_consume_by_who"),
-    (303, "query_consume_time_span"),
-    (304, "get_system_topic_list_from_ns"),
-    (305, "get_system_topic_list_from_broker"),
-    (306, "clean_expired_consumequeue"),
-    (307, "get_consumer_running_info"),
-    (308, "query_correction_offset"),
-    (309, "consume_message_directly"),
-    (310, "send_message_v2"),
-    (314, "clone_group_offset"),
-    (315, "view_broker_stats_data"),
-    (316, "clean_unused_topic"),
-    (317, "get_broker_consume_stats"),
-    (318, "update_namesrv_config"),
-    (319, "get_namesrv_config"),
-    (320, "send_batch_message"),
-    (321, "query_consume_queue"),
-    (322, "query_data_version"),
-    (324, "send_reply_message"),
-    (325, "send_reply_message_v2"),
-    (326, "push_reply_message_to_client"),
-    (327, "add_write_perm_of_broker"),
-    (328, "get_all_producer_info"),
-    (329, "delete_expired_commitlog"),
-    (351, "get_topic_config"),
-    (352, "get_subscriptiongroup_config"),
-    (361, "lite_pull_message"),
-    (370, "recall_message"),
-    (400, "query_assignment"),
-    (904, "broker_heartbeat"),
-    (907, "get_broker_ha_status"),
-    (1001, "controller_alter_sync_state_set"),
-    (1002, "controller_elect_master"),
-    (1003, "controller_register_broker"),
-    (1004, "controller_get_replica_info"),
-    (1005, "controller_get_metadata_info"),
-    (1006, "controller_get_sync_state_data"),
-    (1007, "get_broker_epoch_cache"),
-    (1008, "notify_broker_role_changed"),
-    (1009, "update_controller_config"),
-    (1010, "get_controller_config"),
-    (1011, "clean_broker_data"),
-    (1012, "controller_get_next_broker_id"),
-    (1013, "controller_apply_broker_id"),
-    (3001, "auth_create_user"),
-    (3002, "auth_update_user"),
-    (3003, "auth_delete_user"),
-    (3004, "auth_get_user"),
-    (3005, "auth_list_user"),
-    (3006, "auth_create_acl"),
-    (3007, "auth_update_acl"),
-    (3008, "auth_delete_acl"),
-    (3009, "auth_get_acl"),
-    (3010, "auth_list_acl"),
-    (200050, "pop_message"),
-    (200051, "ack_message"),
-    (200053, "change_message_invisibletime"),
-    (200054, "notification"),
-];
+use std::sync::OnceLock;
 
-/// `response_code` constants by value, lower-cased.
-const RESPONSE_NAMES: &[(i32, &str)] = &[
-    (0, "success"),
-    (1, "system_error"),
-    (2, "system_busy"),
-    (3, "request_code_not_supported"),
-    (4, "transaction_failed"),
-    (10, "flush_disk_timeout"),
-    (11, "slave_not_available"),
-    (12, "flush_slave_timeout"),
-    (13, "message_illegal"),
-    (14, "service_not_available"),
-    (15, "version_not_supported"),
-    (16, "no_permission"),
-    (17, "topic_not_exist"),
-    (18, "topic_exist_already"),
-    (19, "pull_not_found"),
-    (20, "pull_retry_immediately"),
-    (21, "pull_offset_moved"),
-    (22, "query_not_found"),
-    (23, "subscription_parse_failed"),
-    (24, "subscription_not_exist"),
-    (25, "subscription_not_latest"),
-    (26, "subscription_group_not_exist"),
-    (27, "filter_data_not_exist"),
-    (28, "filter_data_not_latest"),
-    (29, "invalid_parameter"),
-    (200, "transaction_should_commit"),
-    (201, "transaction_should_rollback"),
-    (202, "transaction_state_unknow"),
-    (203, "transaction_state_group_wrong"),
-    (204, "no_buyer_id"),
-    (205, "not_in_current_unit"),
-    (206, "consumer_not_online"),
-    (207, "consume_msg_timeout"),
-    (208, "no_message"),
-    (209, "polling_full"),
-    (210, "polling_timeout"),
-    (211, "broker_not_exist"),
-    (212, "broker_dispatch_not_complete"),
-    (213, "broadcast_consumption"),
-    (215, "flow_control"),
-    (501, "not_leader_for_queue"),
-    (604, "illegal_operation"),
-    (1500, "go_away"),
-    (2000, "controller_fenced_master_epoch"),
-    (2001, "controller_fenced_sync_state_set_epoch"),
-    (2002, "controller_invalid_master"),
-    (2003, "controller_invalid_replicas"),
-    (2004, "controller_master_not_available"),
-    (2005, "controller_invalid_request"),
-    (2006, "controller_broker_not_alive"),
-    (2007, "controller_not_leader"),
-    (2008, "controller_broker_metadata_not_exist"),
-    (2009, "controller_invalid_clean_broker_metadata"),
-    (2010, "controller_broker_need_to_be_registered"),
-    (2011, "controller_master_still_exist"),
-    (2012, "controller_elect_master_failed"),
-    (2013, "controller_alter_sync_state_set_failed"),
-    (2014, "controller_broker_id_invalid"),
-    (2015, "controller_jraft_internal_error"),
-    (2016, "controller_broker_live_info_not_exists"),
-    (3001, "user_not_exist"),
-    (3002, "policy_not_exist"),
-];
+use crate::protocol::codes::{request_code, response_code};
 
-fn lookup(table: &'static [(i32, &'static str)], code: i32) -> Option<&'static str> {
-    table
-        .binary_search_by_key(&code, |e| e.0)
-        .ok()
-        .map(|i| table[i].1)
+/// `names` lower-cased, in the same order (so one index finds a code in both).
+fn lowered(names: &[(i32, &str)]) -> Vec<String> {
+    names.iter().map(|(_, n)| n.to_ascii_lowercase()).collect()
+}
+
+fn lookup(
+    names: &'static [(i32, &'static str)],
+    lower: &'static OnceLock<Vec<String>>,
+    code: i32,
+) -> Option<&'static str> {
+    let i = names.binary_search_by_key(&code, |e| e.0).ok()?;
+    Some(lower.get_or_init(|| lowered(names))[i].as_str())
 }
 
 /// The `request_code` label of a request code, None when ringmq knows no name for it.
 pub fn request_code_name(code: i32) -> Option<&'static str> {
-    lookup(REQUEST_NAMES, code)
+    static LOWER: OnceLock<Vec<String>> = OnceLock::new();
+    lookup(request_code::NAMES, &LOWER, code)
 }
 
 /// The `response_code` label of a response code, None when ringmq knows no name for it.
 pub fn response_code_name(code: i32) -> Option<&'static str> {
-    lookup(RESPONSE_NAMES, code)
+    static LOWER: OnceLock<Vec<String>> = OnceLock::new();
+    lookup(response_code::NAMES, &LOWER, code)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every constant of `protocol::codes` has its lower-cased name here, found by its value.
-    #[test]
-    fn tables_cover_every_code_constant() {
-        let src = include_str!("../../../protocol/src/codes.rs");
-        for (module, find) in [
-            (
-                "pub mod request_code",
-                request_code_name as fn(i32) -> Option<&'static str>,
-            ),
-            ("pub mod response_code", response_code_name),
-        ] {
-            let start = src.find(module).unwrap();
-            let end = start + src[start..].find("\n}\n").unwrap();
-            let mut seen = 0;
-            for line in src[start..end].lines() {
-                let Some(rest) = line.trim().strip_prefix("pub const ") else {
-                    continue;
-                };
-                let (name, value) = rest.split_once(": i32 = ").unwrap();
-                let value: i32 = value.trim_end_matches(';').parse().unwrap();
-                assert_eq!(
-                    find(value),
-                    Some(name.to_ascii_lowercase().as_str()),
-                    "{name}"
-                );
-                seen += 1;
-            }
-            assert!(seen > 20, "{module}: only {seen} names checked");
-        }
-        assert!(REQUEST_NAMES.windows(2).all(|w| w[0].0 < w[1].0));
-        assert!(RESPONSE_NAMES.windows(2).all(|w| w[0].0 < w[1].0));
-    }
-
-    /// Java's spellings: SEND_MESSAGE_V2 is `send_message_v2`, PULL_NOT_FOUND `pull_not_found`.
+    /// Java's spellings: SEND_MESSAGE_V2 is `send_message_v2`, PULL_NOT_FOUND `pull_not_found`;
+    /// every code of the tables has its label.
     #[test]
     fn java_names() {
         assert_eq!(request_code_name(310), Some("send_message_v2"));
@@ -253,5 +48,8 @@ mod tests {
         assert_eq!(response_code_name(0), Some("success"));
         assert_eq!(response_code_name(19), Some("pull_not_found"));
         assert_eq!(request_code_name(-7), None);
+        for (code, name) in request_code::NAMES {
+            assert_eq!(request_code_name(*code), Some(&*name.to_ascii_lowercase()));
+        }
     }
 }
