@@ -1,7 +1,7 @@
 //! Bodies of ringmq's fuzz targets, one `pub fn(&[u8])` per decoder that reads network or disk
-//! input. The libFuzzer targets in `fuzz_targets/` call these; `tests/house/fuzz_smoke.rs` in the main
-//! crate includes this same file (`#[path]`) and runs every body over seeded random and mutated
-//! valid inputs, so CI checks the same properties on stable Rust.
+//! input. The libFuzzer targets in `fuzz_targets/` call these; `tests/house/fuzz_smoke.rs` in the
+//! main crate includes this same file (`#[path]`) and runs every body over seeded random and
+//! mutated valid inputs, so CI checks the same properties on stable Rust.
 //!
 //! Invariants each body asserts, beyond "never panics": a decoded value re-encodes to bytes that
 //! decode to the same value (frames, both header encodings, batches, properties, stored
@@ -10,7 +10,9 @@
 
 use bytes::{Bytes, BytesMut};
 use ringmq::protocol::message::{self, MessageToStore};
-use ringmq::protocol::{batch, codes, frame, headers, properties, RemotingCommand, SerializeType};
+use ringmq::protocol::{
+    batch, codes, frame, headers, pop, properties, RemotingCommand, SerializeType,
+};
 
 /// Largest frame the bodies accept: small so a fuzzer does not waste time on huge lengths.
 const FUZZ_MAX_FRAME_LEN: usize = 1 << 20;
@@ -154,6 +156,19 @@ const WIRE_NAMES: &[&str] = &[
     "nextBeginOffset",
     "minOffset",
     "maxOffset",
+    "extraInfo",
+    "invisibleTime",
+    "pollTime",
+    "bornTime",
+    "initMode",
+    "expType",
+    "exp",
+    "attemptId",
+    "popTime",
+    "reviveQid",
+    "restNum",
+    "startOffsetInfo",
+    "msgOffsetInfo",
 ];
 
 /// extFields made of (name index, value) pairs from the input, read by every typed header.
@@ -207,7 +222,28 @@ fn headers_of(cmd: &RemotingCommand) {
         GetKvListByNamespaceRequestHeader,
         RegisterTopicRequestHeader,
         DeleteTopicFromNamesrvRequestHeader,
+        PopMessageRequestHeader,
+        PopMessageResponseHeader,
+        PeekMessageRequestHeader,
+        AckMessageRequestHeader,
+        ChangeInvisibleTimeRequestHeader,
+        NotificationRequestHeader,
+        PollingInfoRequestHeader,
     );
+    // The POP formats carried in header values: a handle that parses prints as one that parses
+    // back to it (numbers such as `+5` or `007` print in their plain form).
+    if let Some(raw) = cmd.ext("extraInfo") {
+        if let Ok(h) = pop::ExtraInfo::parse(raw) {
+            let again = pop::ExtraInfo::parse(&h.to_string());
+            assert_eq!(again.ok(), Some(h), "a receipt handle round-trips");
+        }
+    }
+    if let Some(raw) = cmd.ext("startOffsetInfo") {
+        let _ = pop::parse_start_offset_info(raw);
+    }
+    if let Some(raw) = cmd.ext("msgOffsetInfo") {
+        let _ = pop::parse_msg_offset_info(raw);
+    }
 }
 
 /// A SEND_BATCH_MESSAGE body: decoded entries re-encode to bytes that decode the same.

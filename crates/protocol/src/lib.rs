@@ -24,6 +24,7 @@ pub mod headers;
 pub mod java_hash;
 pub mod message;
 pub mod msg_id;
+pub mod pop;
 pub mod properties;
 pub mod topics;
 

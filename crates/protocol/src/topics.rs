@@ -79,7 +79,54 @@ pub fn is_hidden_from_routes(topic: &str) -> bool {
     topic == TRANS_HALF_TOPIC || topic == TRANS_OP_HALF_TOPIC
 }
 
+/// A POP consumer group's retry topic for `topic` (Java's `KeyBuilder.buildPopRetryTopic`):
+/// `%RETRY%{group}_{topic}`, or with `v2` (`enableRetryTopicV2`) `%RETRY%{group}+{topic}`.
+pub fn pop_retry_topic(group: &str, topic: &str, v2: bool) -> String {
+    let sep = if v2 { '+' } else { '_' };
+    format!("{RETRY_GROUP_TOPIC_PREFIX}{group}{sep}{topic}")
+}
+
+/// A retry topic in POP's v2 form: the retry prefix and a `+` (Java's `isPopRetryTopicV2`).
+pub fn is_pop_retry_topic_v2(topic: &str) -> bool {
+    topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) && topic.contains('+')
+}
+
+/// The topic a POP retry topic of `group` retries (Java's `KeyBuilder.parseNormalTopic`): the
+/// v2 prefix `%RETRY%{group}+` stripped if present, else the v1 prefix `%RETRY%{group}_`; any
+/// other topic is returned as it is.
+pub fn pop_normal_topic<'a>(topic: &'a str, group: &str) -> &'a str {
+    let Some(rest) = topic
+        .strip_prefix(RETRY_GROUP_TOPIC_PREFIX)
+        .and_then(|r| r.strip_prefix(group))
+    else {
+        return topic;
+    };
+    rest.strip_prefix('+')
+        .or_else(|| rest.strip_prefix('_'))
+        .unwrap_or(topic)
+}
+
 /// The topic replies of this cluster are sent to.
 pub fn reply_topic(cluster: &str) -> String {
     format!("{cluster}_{REPLY_TOPIC_POSTFIX}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Java's POP retry names, both forms, and the way back to the normal topic.
+    #[test]
+    fn pop_retry_topics() {
+        assert_eq!(pop_retry_topic("G", "T", false), "%RETRY%G_T");
+        assert_eq!(pop_retry_topic("G", "T", true), "%RETRY%G+T");
+        assert!(is_pop_retry_topic_v2("%RETRY%G+T"));
+        assert!(!is_pop_retry_topic_v2("%RETRY%G_T"));
+        assert!(!is_pop_retry_topic_v2("A+B"));
+        assert_eq!(pop_normal_topic("%RETRY%G+T", "G"), "T");
+        assert_eq!(pop_normal_topic("%RETRY%G_T_x", "G"), "T_x");
+        assert_eq!(pop_normal_topic("T", "G"), "T");
+        assert_eq!(pop_normal_topic("%RETRY%G", "G"), "%RETRY%G");
+        assert_eq!(pop_normal_topic("%RETRY%H_T", "G"), "%RETRY%H_T");
+    }
 }

@@ -13,6 +13,7 @@ mod broker;
 mod client;
 mod controller;
 mod namesrv;
+mod pop;
 mod send;
 
 pub use auth::*;
@@ -20,6 +21,7 @@ pub use broker::*;
 pub use client::*;
 pub use controller::*;
 pub use namesrv::*;
+pub use pop::*;
 pub use send::*;
 
 use super::{ProtocolError, RemotingCommand};
