@@ -18,6 +18,7 @@ use bytes::{Buf, BytesMut};
 
 use crate::append::append_replicated;
 use crate::common::now_ms;
+use crate::constants::{HA_READ_CHUNK, HA_TRANSFER_MAX};
 use crate::ha_client::{begin_at, whole_records};
 use crate::protocol::ha_autoswitch::{
     decode_master_message, encode_ack, MasterMessage, SlaveHandshake,
@@ -31,10 +32,6 @@ use crate::store::{EpochFileCache, StoreError};
 
 /// How long a slave waits before it connects again.
 const RECONNECT: Duration = Duration::from_secs(1);
-/// Bytes read from the socket at a time.
-const READ_CHUNK: usize = 64 << 10;
-/// The largest transfer accepted.
-const TRANSFER_MAX: usize = 4 << 20;
 
 type Ended = Result<(), String>;
 
@@ -84,11 +81,11 @@ async fn session(shard: &Rc<Shard>, r: &Rc<Replicas>, master: SocketAddr, epoch:
         broker_id: shard.ctx.role.own_id(),
     };
     write(&mut stream, &hs.encode(), housekeeping).await?;
-    let mut frames = BytesMut::with_capacity(READ_CHUNK);
+    let mut frames = BytesMut::with_capacity(HA_READ_CHUNK);
     let mut last_read = Instant::now();
     // The master's handshake answer.
     let (master_max, master_epochs) = loop {
-        if let Some((m, used)) = decode_master_message(&frames, TRANSFER_MAX)? {
+        if let Some((m, used)) = decode_master_message(&frames, HA_TRANSFER_MAX)? {
             let MasterMessage::Handshake { max_offset, epochs } = m else {
                 return Err("the master sent a transfer before its handshake".into());
             };
@@ -111,7 +108,7 @@ async fn session(shard: &Rc<Shard>, r: &Rc<Replicas>, master: SocketAddr, epoch:
         if shard.is_stopping() || !following(shard, r, epoch) {
             return Ok(());
         }
-        while let Some((m, used)) = decode_master_message(&frames, TRANSFER_MAX)? {
+        while let Some((m, used)) = decode_master_message(&frames, HA_TRANSFER_MAX)? {
             let MasterMessage::Transfer(h) = m else {
                 return Err("a second handshake from the master".into());
             };
@@ -270,7 +267,7 @@ async fn read_some(
     last_read: &mut Instant,
     housekeeping: Duration,
 ) -> Ended {
-    match stream.try_read_buf(frames, READ_CHUNK) {
+    match stream.try_read_buf(frames, HA_READ_CHUNK) {
         Some(Ok(0)) => Err("the master closed the connection".into()),
         Some(Ok(_)) => {
             *last_read = Instant::now();

@@ -23,6 +23,7 @@ use bytes::{Buf, BytesMut};
 
 use crate::append::append_replicated;
 use crate::common::now_ms;
+use crate::constants::{HA_READ_CHUNK, HA_TRANSFER_MAX};
 use crate::ha_status::HaClientState;
 use crate::protocol::ha::{decode_transfer_header, encode_report, TRANSFER_HEADER_LEN};
 use crate::protocol::message::{self, sys_flag, BLANK_MAGIC, BLANK_MARKER_LEN};
@@ -36,10 +37,6 @@ use crate::writer::{AppendRecord, IndexKeys};
 
 /// Java's slave waits this long before it connects again.
 const RECONNECT: Duration = Duration::from_secs(5);
-/// Bytes read from the socket at a time.
-const READ_CHUNK: usize = 64 << 10;
-/// The largest transfer accepted (Java's slave reads into a 4 MiB buffer).
-const TRANSFER_MAX: usize = 4 << 20;
 
 /// Shard 0 of a slave: follows the master while the broker runs. The master's HA address is
 /// `haMasterAddress`, or else what the name servers answered the last registration.
@@ -78,7 +75,7 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
     // Bytes received in the current second, reported once it is whole.
     let mut second = (Instant::now(), 0u64);
     tracing::info!(%master, from = at, "HA connection to the master");
-    let mut frames = BytesMut::with_capacity(READ_CHUNK);
+    let mut frames = BytesMut::with_capacity(HA_READ_CHUNK);
     // Bytes received from `at` on, not yet a whole record.
     let mut pending = BytesMut::new();
     let mut last_read = Instant::now();
@@ -86,7 +83,7 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
         if shard.is_stopping() {
             return Ok(());
         }
-        match stream.try_read_buf(&mut frames, READ_CHUNK) {
+        match stream.try_read_buf(&mut frames, HA_READ_CHUNK) {
             Some(Ok(0)) => return Err("the master closed the connection".into()),
             Some(Ok(n)) => {
                 last_read = Instant::now();
@@ -122,7 +119,7 @@ async fn session(shard: &Rc<Shard>, master: SocketAddr) -> Ended {
         while let Some((phy, size)) = decode_transfer_header(&frames) {
             let size = usize::try_from(size)
                 .ok()
-                .filter(|s| *s <= TRANSFER_MAX)
+                .filter(|s| *s <= HA_TRANSFER_MAX)
                 .ok_or_else(|| format!("a transfer of {size} bytes"))?;
             if frames.len() < TRANSFER_HEADER_LEN + size {
                 break;

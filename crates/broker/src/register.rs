@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::constants::BROKER_RPC_TIMEOUT;
 use crate::long_poll::Waiter;
 use crate::metadata::topic_validator;
 use crate::protocol::body::{self, RegisterBrokerBody, TopicConfigSerializeWrapper};
@@ -19,8 +20,6 @@ use crate::protocol::RemotingCommand;
 use crate::remoting::client::Client;
 use crate::runtime;
 use crate::shard::Shard;
-
-const RPC_TIMEOUT: Duration = Duration::from_secs(3);
 
 thread_local! {
     /// Shard 0's "register now" signal; replaced after each wake-up.
@@ -164,12 +163,12 @@ async fn invoke(
     let client = match clients.entry(addr) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(v) => v.insert(
-            Client::connect_with(addr, RPC_TIMEOUT, tls)
+            Client::connect_with(addr, BROKER_RPC_TIMEOUT, tls)
                 .await
                 .map_err(|e| e.to_string())?,
         ),
     };
-    match client.invoke(cmd, RPC_TIMEOUT).await {
+    match client.invoke(cmd, BROKER_RPC_TIMEOUT).await {
         Ok(resp) if resp.code == rc::SUCCESS => Ok(resp),
         Ok(resp) => Err(format!(
             "name server answered {}: {}",

@@ -20,6 +20,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::common::now_ms;
+use crate::constants::BROKER_RPC_TIMEOUT;
 use crate::error::BrokerError;
 use crate::long_poll::Waiter;
 use crate::protocol::body::{
@@ -43,7 +44,6 @@ use crate::shard::Shard;
 use crate::store::broker_identity::{BrokerIdentity, TempBrokerIdentity};
 use crate::store::EpochFileCache;
 
-const RPC_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long start-up waits before it tries the controllers again.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -619,7 +619,7 @@ async fn heartbeat_to(s0: Rc<Shard>, addr: SocketAddr) {
     while !s0.is_stopping() {
         let client = match conn.take() {
             Some(c) => Some(c),
-            None => match Client::connect(addr, RPC_TIMEOUT).await {
+            None => match Client::connect(addr, BROKER_RPC_TIMEOUT).await {
                 Ok(c) => Some(c),
                 Err(e) => {
                     tracing::debug!(controller = %addr, error = %e, "heartbeat: no connection");
@@ -628,7 +628,10 @@ async fn heartbeat_to(s0: Rc<Shard>, addr: SocketAddr) {
             },
         };
         if let Some(mut c) = client {
-            match c.send_oneway(heartbeat_command(&s0), RPC_TIMEOUT).await {
+            match c
+                .send_oneway(heartbeat_command(&s0), BROKER_RPC_TIMEOUT)
+                .await
+            {
                 Ok(()) => conn = Some(c),
                 Err(e) => tracing::debug!(controller = %addr, error = %e, "heartbeat failed"),
             }
@@ -721,12 +724,12 @@ async fn call(
     let taken = r.clients.borrow_mut().remove(&addr);
     let mut client = match taken {
         Some(c) => c,
-        None => Client::connect(addr, RPC_TIMEOUT)
+        None => Client::connect(addr, BROKER_RPC_TIMEOUT)
             .await
             .map_err(|e| e.to_string())?,
     };
     let resp = client
-        .invoke(cmd, RPC_TIMEOUT)
+        .invoke(cmd, BROKER_RPC_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
     r.clients.borrow_mut().insert(addr, client);

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::auth::signature::sign_request;
 use crate::config::auth::Credentials;
+use crate::constants::BROKER_RPC_TIMEOUT;
 use crate::protocol::body::{
     self, ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper, SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,
@@ -35,8 +36,6 @@ use crate::{offsets, schedule};
 /// classic mode then skips rounds within 60 s of the last; ringmq copies on every round, which
 /// costs four small requests).
 pub const PERIOD: Duration = Duration::from_secs(3);
-/// Deadline of one request to the master (Java's BrokerOuterAPI uses 3 s).
-const RPC_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Shard 0 of a slave: copies the master's tables every [`PERIOD`] while the broker runs.
 pub async fn run(s0: Rc<Shard>, master: MasterAddr) {
@@ -82,7 +81,7 @@ pub async fn run(s0: Rc<Shard>, master: MasterAddr) {
 async fn sync_all(s0: &Rc<Shard>, addr: SocketAddr, client: &mut Option<Client>) -> Vec<String> {
     if client.is_none() {
         // tls.enable: the master's remoting port is reached as the name servers are.
-        match Client::connect_with(addr, RPC_TIMEOUT, &s0.ctx.tls).await {
+        match Client::connect_with(addr, BROKER_RPC_TIMEOUT, &s0.ctx.tls).await {
             Ok(c) => *client = Some(c),
             Err(e) => return vec![format!("connect: {e}")],
         }
@@ -147,7 +146,7 @@ async fn fetch<T: serde::de::DeserializeOwned>(
     let Some(c) = client.as_mut() else {
         return Err(format!("not connected to {addr}"));
     };
-    let resp = match c.invoke(request, RPC_TIMEOUT).await {
+    let resp = match c.invoke(request, BROKER_RPC_TIMEOUT).await {
         Ok(r) => r,
         Err(e) => {
             *client = None;

@@ -144,8 +144,6 @@ const _: () = assert!(INDEX_FILE_SIZE_DEFAULT == 420_000_040);
 
 /// RocketMQ's default CommitLog segment size (`mappedFileSizeCommitLog`).
 pub const COMMIT_LOG_FILE_SIZE_DEFAULT: u64 = 1 << 30;
-/// RocketMQ's default ConsumeQueue file size: 300,000 units of 20 bytes.
-pub const CONSUME_QUEUE_FILE_SIZE_DEFAULT: u64 = 6_000_000;
 /// Largest message body the broker accepts (`maxMessageSize`).
 pub const MAX_MESSAGE_SIZE_DEFAULT: usize = 4 << 20;
 /// Room for the fixed fields, topic and properties on top of the body in one stored record.
@@ -173,6 +171,14 @@ pub const WRITER_BATCH_MAX_BYTES: usize = 4 << 20;
 pub const GROUP_COMMIT_QUEUE_CAPACITY: usize = 16;
 /// Longest a SYNC_FLUSH group waits for the appenders the previous group released (it also
 /// waits at most half the previous round): a few hundred µs buys a sync covering all of them.
+/// Deadline of one request the broker makes to a name server, controller or master (Java's
+/// `BrokerOuterAPI` uses 3 s): registration, controller calls, a slave's metadata sync.
+pub const BROKER_RPC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// Bytes a slave reads from its HA socket at a time.
+pub const HA_READ_CHUNK: usize = 64 << 10;
+/// The largest HA transfer a slave accepts (Java's slave reads into a 4 MiB buffer).
+pub const HA_TRANSFER_MAX: usize = 4 << 20;
+const _: () = assert!(HA_READ_CHUNK <= HA_TRANSFER_MAX);
 pub const GROUP_COMMIT_MAX_WAIT: std::time::Duration = std::time::Duration::from_micros(500);
 /// Segments a `CommitLogReader` keeps mapped.
 pub const READER_CACHE_SEGMENTS: usize = 8;
@@ -247,4 +253,3 @@ const _: () = assert!(WRITER_INBOX_CAPACITY <= WRITER_INBOX_CAPACITY_CEILING);
 // A maximal message plus its header must fit in a default frame.
 const _: () = assert!(MAX_MESSAGE_SIZE_DEFAULT + MAX_RECORD_OVERHEAD <= MAX_FRAME_LEN);
 const _: () = assert!(DISK_HARD_LIMIT_MAX_PCT <= 100);
-const _: () = assert!(CONSUME_QUEUE_FILE_SIZE_DEFAULT.is_multiple_of(20));

@@ -7,10 +7,10 @@
 use std::path::PathBuf;
 
 use crate::constants::{
-    COMMIT_LOG_FILE_SIZE_DEFAULT, CONSUME_QUEUE_FILE_SIZE_DEFAULT,
-    DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS, INDEX_FLUSH_INTERVAL_MS, MAX_MESSAGE_SIZE_DEFAULT,
-    MAX_RECORD_OVERHEAD, OS_PAGE_SIZE, RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT, RECYCLE_QUARANTINE_MS,
-    RETENTION_CHECK_INTERVAL_MS, WRITER_INBOX_CAPACITY,
+    COMMIT_LOG_FILE_SIZE_DEFAULT, CQ_FILE_SIZE_DEFAULT, DELETE_COMMIT_LOG_FILES_INTERVAL_MAX_MS,
+    INDEX_FLUSH_INTERVAL_MS, MAX_MESSAGE_SIZE_DEFAULT, MAX_RECORD_OVERHEAD, OS_PAGE_SIZE,
+    RECYCLE_COMMIT_LOG_SEGMENTS_DEFAULT, RECYCLE_QUARANTINE_MS, RETENTION_CHECK_INTERVAL_MS,
+    WRITER_INBOX_CAPACITY,
 };
 use crate::fault::FaultHook;
 use crate::runtime::placement::ThreadPlan;
@@ -98,7 +98,7 @@ impl Default for StoreConfig {
         StoreConfig {
             store_path_root_dir: home.join("store"),
             mapped_file_size_commit_log: COMMIT_LOG_FILE_SIZE_DEFAULT,
-            mapped_file_size_consume_queue: CONSUME_QUEUE_FILE_SIZE_DEFAULT,
+            mapped_file_size_consume_queue: CQ_FILE_SIZE_DEFAULT,
             flush_disk_type: FlushDiskType::AsyncFlush,
             flush_interval_commit_log_ms: 500,
             flush_commit_log_least_pages: 4,
