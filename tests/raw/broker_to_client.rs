@@ -333,3 +333,21 @@ fn reply_not_stored_when_disabled() {
     let pulled = reader.call(raw_support::pull_cmd("DefaultCluster_REPLY_TOPIC", 0, 0, 0));
     assert_ne!(pulled.code, 0, "nothing stored, so nothing to pull");
 }
+
+/// A reply or a send to a queue the topic does not have is refused the same way, as Java's
+/// `msgCheck` refuses it: INVALID_PARAMETER naming the queue.
+#[test]
+fn reply_and_send_refuse_a_queue_the_topic_lacks() {
+    let b = start(&[]);
+    let mut c = Conn::connect(b.broker);
+    let ok = c.call(send_cmd("QueueCheckT", 0, b"x", ""));
+    assert_eq!(ok.code, response_code::SUCCESS, "{:?}", ok.remark);
+    let mut reply = reply_cmd("", b"r");
+    reply.ext_fields.insert("e", "99");
+    for cmd in [send_cmd("QueueCheckT", 99, b"y", ""), reply] {
+        let r = c.call(cmd);
+        assert_eq!(r.code, response_code::INVALID_PARAMETER, "{:?}", r.remark);
+        let remark = r.remark.unwrap_or_default();
+        assert!(remark.contains("queueId[99] is illegal"), "{remark}");
+    }
+}

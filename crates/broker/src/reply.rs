@@ -29,7 +29,7 @@ use crate::protocol::properties::{self, keys};
 use crate::protocol::RemotingCommand;
 use crate::remoting::ConnInfo;
 use crate::shard::Shard;
-use crate::topic_manager::ensure_topic;
+use crate::topic_manager::{ensure_topic, send_queue};
 use crate::{append, broker2client};
 
 /// SEND_REPLY_MESSAGE / SEND_REPLY_MESSAGE_V2.
@@ -86,19 +86,7 @@ async fn check(shard: &Rc<Shard>, h: &SendMessageRequestHeader) -> Result<i32, B
         h.default_topic_queue_nums,
     )
     .await?;
-    let queue_id = if h.queue_id < 0 {
-        (shard.next_round_robin() % tc.write_queue_nums.max(1) as u64) as i32
-    } else {
-        h.queue_id
-    };
-    if queue_id >= tc.read_queue_nums.max(tc.write_queue_nums) {
-        return Err(BrokerError::System(format!(
-            "request queueId[{queue_id}] is illegal, topic {} has {} queues",
-            h.topic,
-            tc.read_queue_nums.max(tc.write_queue_nums)
-        )));
-    }
-    Ok(queue_id)
+    send_queue(shard, &tc, &h.topic, h.queue_id)
 }
 
 /// Pushes the reply to the client named by `REPLY_TO_CLIENT` and waits for it to take it. The

@@ -32,7 +32,7 @@ use crate::remoting::ConnInfo;
 use crate::shard::Shard;
 use crate::stats::ONEWAY_DROPPED;
 use crate::store::tags_code;
-use crate::topic_manager::ensure_topic;
+use crate::topic_manager::{ensure_topic, send_queue};
 use crate::transaction;
 use crate::writer::{AppendRecord, AppendStatus, IndexKeys};
 
@@ -102,18 +102,7 @@ async fn send_inner(
     if tc.topic_filter_type == crate::protocol::body::TopicFilterType::MultiTag {
         h.sys_flag |= message::sys_flag::MULTI_TAGS;
     }
-    let write_queues = tc.write_queue_nums.max(1);
-    let queue_id = if h.queue_id < 0 {
-        (shard.next_round_robin() % write_queues as u64) as i32
-    } else {
-        h.queue_id
-    };
-    if queue_id >= tc.read_queue_nums.max(tc.write_queue_nums) {
-        return Err(BrokerError::InvalidParameter(format!(
-            "request queueId[{queue_id}] is illegal, topic {} has {} queues",
-            h.topic, write_queues
-        )));
-    }
+    let queue_id = send_queue(&shard, &tc, &h.topic, h.queue_id)?;
     let ctx = &shard.ctx;
 
     // One item per message: body, flag, and the client's encoded properties (borrowed).

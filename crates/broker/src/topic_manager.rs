@@ -48,6 +48,29 @@ pub fn persist_in_background(path: std::path::PathBuf, bytes: Vec<u8>) {
     });
 }
 
+/// The queue a send goes to (Java's `msgCheck`): the one asked for, or round robin over the
+/// write queues when the producer left it to the broker (a negative id); a queue the topic does
+/// not have is INVALID_PARAMETER.
+pub fn send_queue(
+    shard: &Shard,
+    tc: &TopicConfig,
+    topic: &str,
+    asked: i32,
+) -> Result<i32, BrokerError> {
+    let queues = tc.read_queue_nums.max(tc.write_queue_nums);
+    let queue_id = if asked < 0 {
+        (shard.next_round_robin() % tc.write_queue_nums.max(1) as u64) as i32
+    } else {
+        asked
+    };
+    if queue_id >= queues {
+        return Err(BrokerError::InvalidParameter(format!(
+            "request queueId[{queue_id}] is illegal, topic {topic} has {queues} queues"
+        )));
+    }
+    Ok(queue_id)
+}
+
 /// Finds the topic, creating it through shard 0 from its template (TBW102) when allowed.
 pub async fn ensure_topic(
     shard: &Rc<Shard>,
