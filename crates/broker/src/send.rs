@@ -102,7 +102,7 @@ async fn send_inner(
     if tc.topic_filter_type == crate::protocol::body::TopicFilterType::MultiTag {
         h.sys_flag |= message::sys_flag::MULTI_TAGS;
     }
-    let queue_id = send_queue(&shard, &tc, &h.topic, h.queue_id)?;
+    let queue_id = send_queue(shard, &tc, &h.topic, h.queue_id)?;
     let ctx = &shard.ctx;
 
     // One item per message: body, flag, and the client's encoded properties (borrowed).
