@@ -199,7 +199,28 @@ fn wait_for_signal() {
     }
 }
 
+/// Any panic, on any thread, ends the process: the default hook prints it (with a backtrace
+/// under RUST_BACKTRACE), one log line says which thread and why the process stops, and the
+/// process aborts (SIGABRT, a non-zero exit). A broker with a dead shard or writer would go on
+/// heartbeating and stay routed; ended, a supervisor restarts it and recovery runs.
+fn exit_on_panic() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default(info);
+        let thread = std::thread::current();
+        let at = info.location().map(|l| l.to_string()).unwrap_or_default();
+        tracing::error!(
+            thread = thread.name().unwrap_or("unnamed"),
+            at,
+            panic = info.payload_as_str().unwrap_or("(not a string)"),
+            "a thread panicked; ringmq stops so that it is restarted and recovers"
+        );
+        std::process::abort();
+    }));
+}
+
 fn main() {
+    exit_on_panic();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("RINGMQ_LOG")

@@ -30,6 +30,7 @@ mod leader_change;
 mod limits;
 mod network;
 mod overload;
+mod panics;
 mod remoting;
 mod snapshot;
 mod soak_short;

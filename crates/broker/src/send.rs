@@ -39,6 +39,11 @@ use crate::writer::{AppendRecord, AppendStatus, IndexKeys};
 static ONEWAY_LAST_LOG_MS: AtomicU64 = AtomicU64::new(0);
 
 /// Serves a send request; `None` for oneway requests (they get no response).
+/// With the `testkit` feature (test builds only), a send to this topic panics on the shard: how
+/// tests prove that any panic ends the process.
+#[cfg(feature = "testkit")]
+pub const PANIC_SHARD_TOPIC: &str = "RINGMQ_TEST_PANIC_SHARD";
+
 pub async fn send(
     shard: Rc<Shard>,
     conn: &ConnInfo,
@@ -72,6 +77,10 @@ async fn send_inner(
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, BrokerError> {
     let mut h = SendMessageRequestHeader::from_command(cmd)?;
+    #[cfg(feature = "testkit")]
+    if h.topic == PANIC_SHARD_TOPIC {
+        panic!("test switch: a send to {PANIC_SHARD_TOPIC}");
+    }
     validate_topic(&h.topic)?;
     if topic_validator::is_not_allowed_send_topic(&h.topic) {
         return Err(BrokerError::NoPermission(format!(

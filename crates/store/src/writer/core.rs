@@ -348,6 +348,8 @@ impl WriterCore {
     }
 
     fn validate(&self, req: &AppendRequest) -> Result<(), StoreError> {
+        #[cfg(feature = "testkit")]
+        super::testkit::panic_switch(req.records.first().and_then(|r| r.topic.as_deref()));
         if req.records.first().is_some_and(|r| r.topic.is_none()) {
             return Err(StoreError::Invalid(
                 "the first record of an append names no topic".into(),

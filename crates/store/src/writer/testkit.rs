@@ -233,3 +233,16 @@ pub fn seeded_body(seed: u64) -> Vec<u8> {
     let len = 1 + (next() % 3000) as usize;
     (0..len).map(|_| next() as u8).collect()
 }
+
+/// A record of this topic makes the writer panic (with the `testkit` feature only, so in test
+/// builds): how tests prove that any panic ends the process.
+#[cfg(feature = "testkit")]
+pub const PANIC_WRITER_TOPIC: &str = "RINGMQ_TEST_PANIC_WRITER";
+
+/// The writer's test switch: panics when an append's first record is of `PANIC_WRITER_TOPIC`.
+#[cfg(feature = "testkit")]
+pub fn panic_switch(topic: Option<&str>) {
+    if topic == Some(PANIC_WRITER_TOPIC) {
+        panic!("test switch: an append to {PANIC_WRITER_TOPIC}");
+    }
+}
