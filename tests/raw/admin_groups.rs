@@ -343,3 +343,62 @@ fn reset_offset_by_timestamp_reaches_consumers() {
         "topic and timestamp are required"
     );
 }
+
+/// UPDATE_AND_CREATE_TOPIC_LIST (18) and UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225), as
+/// provisioning scripts send them: every topic and group of the list is created with what it
+/// says (queues, attribute changes, group settings); a list with one bad entry is refused and
+/// none of it applied.
+#[test]
+fn topic_and_group_lists_create_every_entry_or_none() {
+    let b = start();
+    let mut c = Conn::connect(b.broker);
+    let topics = r#"{"topicConfigList":[
+        {"topicName":"ListT1","readQueueNums":4,"writeQueueNums":4,"perm":6,
+         "attributes":{"+message.type":"FIFO"}},
+        {"topicName":"ListT2","readQueueNums":2,"writeQueueNums":2,"perm":4}]}"#;
+    let r =
+        c.call(RemotingCommand::new_request(req::UPDATE_AND_CREATE_TOPIC_LIST).with_body(topics));
+    ok(&r, "18");
+    let all = json(&c.call(RemotingCommand::new_request(req::GET_ALL_TOPIC_CONFIG)));
+    let table = &all["topicConfigTable"];
+    assert_eq!(table["ListT1"]["readQueueNums"], 4, "{all}");
+    assert_eq!(
+        table["ListT1"]["attributes"]["message.type"], "FIFO",
+        "{all}"
+    );
+    assert_eq!(table["ListT2"]["writeQueueNums"], 2, "{all}");
+    assert_eq!(table["ListT2"]["perm"], 4, "{all}");
+    let bad = r#"{"topicConfigList":[
+        {"topicName":"ListT3","readQueueNums":1,"writeQueueNums":1,"perm":6},
+        {"topicName":"bad topic","readQueueNums":1,"writeQueueNums":1,"perm":6}]}"#;
+    let r = c.call(RemotingCommand::new_request(req::UPDATE_AND_CREATE_TOPIC_LIST).with_body(bad));
+    assert_eq!(r.code, rc::INVALID_PARAMETER, "{:?}", r.remark);
+    assert!(r.remark.unwrap_or_default().contains("illegal character"));
+    let all = text(&c.call(RemotingCommand::new_request(req::GET_ALL_TOPIC_CONFIG)));
+    assert!(!all.contains("ListT3"), "{all}");
+
+    let groups = r#"{"groupConfigList":[
+        {"groupName":"ListG1","retryMaxTimes":3,"consumeMessageOrderly":true},
+        {"groupName":"ListG2","consumeEnable":false}]}"#;
+    let r = c.call(
+        RemotingCommand::new_request(req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST)
+            .with_body(groups),
+    );
+    ok(&r, "225");
+    let all = json(&c.call(RemotingCommand::new_request(
+        req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    )));
+    let table = &all["subscriptionGroupTable"];
+    assert_eq!(table["ListG1"]["retryMaxTimes"], 3, "{all}");
+    assert_eq!(table["ListG1"]["consumeMessageOrderly"], true, "{all}");
+    assert_eq!(table["ListG2"]["consumeEnable"], false, "{all}");
+    let bad = r#"{"groupConfigList":[{"groupName":"ListG3"},{"groupName":""}]}"#;
+    let r = c.call(
+        RemotingCommand::new_request(req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST).with_body(bad),
+    );
+    assert_eq!(r.code, rc::INVALID_PARAMETER, "{:?}", r.remark);
+    let all = text(&c.call(RemotingCommand::new_request(
+        req::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    )));
+    assert!(!all.contains("ListG3"), "{all}");
+}

@@ -194,6 +194,84 @@ fn update_sub_group_creates_the_group() {
         .contains_key("AdmG2"));
 }
 
+/// updateTopicList and updateSubGroupList send a file's configs in one request each: the topics
+/// and groups exist afterwards with what the file says, mqadmin's line is printed per broker;
+/// a file that is not a JSON array is a usage error naming it, and a refused entry exits 1.
+#[test]
+fn list_commands_create_what_the_file_says() {
+    let b = start();
+    let dir = tempfile::tempdir().unwrap();
+    let topics = dir.path().join("topics.json");
+    std::fs::write(
+        &topics,
+        r#"[{"topicName":"FileT1","readQueueNums":3,"writeQueueNums":3,"perm":6,
+             "attributes":{"+message.type":"NORMAL"}},
+            {"topicName":"FileT2","readQueueNums":1,"writeQueueNums":1,"perm":6}]"#,
+    )
+    .unwrap();
+    let file = topics.display().to_string();
+    let addr = b.broker.to_string();
+    let out = admin(b.namesrv, &["updateTopicList", "-b", &addr, "-f", &file]).ok();
+    assert_eq!(
+        out.stdout.trim(),
+        format!("submit batch of topic config to {addr} success, please check the result later."),
+        "{out:?}"
+    );
+    let mut c = Conn::connect(b.broker);
+    let all = c.call(RemotingCommand::new_request(
+        request_code::GET_ALL_TOPIC_CONFIG,
+    ));
+    let all: serde_json::Value = serde_json::from_slice(&all.body).unwrap();
+    assert_eq!(
+        all["topicConfigTable"]["FileT1"]["readQueueNums"], 3,
+        "{all}"
+    );
+    assert_eq!(
+        all["topicConfigTable"]["FileT2"]["readQueueNums"], 1,
+        "{all}"
+    );
+    let groups = dir.path().join("groups.json");
+    std::fs::write(
+        &groups,
+        r#"[{"groupName":"FileG1","retryMaxTimes":2},{"groupName":"FileG2"}]"#,
+    )
+    .unwrap();
+    let gfile = groups.display().to_string();
+    let j = admin(
+        b.namesrv,
+        &[
+            "updateSubGroupList",
+            "-c",
+            "DefaultCluster",
+            "-f",
+            &gfile,
+            "--json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(j["brokerAddrs"][0], addr.as_str(), "{j}");
+    assert_eq!(j["configs"][0]["groupName"], "FileG1", "{j}");
+    let table = groups_of(b.broker).subscription_group_table;
+    assert_eq!(table["FileG1"].retry_max_times, 2);
+    assert!(table.contains_key("FileG2"));
+    std::fs::write(&groups, r#"{"groupName":"NotAList"}"#).unwrap();
+    let r = admin(
+        b.namesrv,
+        &["updateSubGroupList", "-b", &addr, "-f", &gfile],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("groups.json"), "{r:?}");
+    std::fs::write(
+        &topics,
+        r#"[{"topicName":"bad topic","readQueueNums":1,"writeQueueNums":1}]"#,
+    )
+    .unwrap();
+    let r = admin(b.namesrv, &["updateTopicList", "-b", &addr, "-f", &file]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("illegal character"), "{r:?}");
+}
+
 /// consumerProgress shows a group's committed offsets against the broker's, and
 /// resetOffsetByTime moves them back to the time given.
 #[test]

@@ -377,7 +377,30 @@ impl AdminClient {
         body(addr, &r.body)
     }
 
+    /// UPDATE_AND_CREATE_TOPIC_LIST (18): `configs` in one request; their `attributes` are
+    /// changes (`+key` to set, `-key` to remove).
+    pub fn create_topic_list(&self, addr: &str, configs: &[TopicConfig]) -> Result<(), AdminError> {
+        let body = serde_json::json!({ "topicConfigList": configs });
+        let cmd = RemotingCommand::new_request(req::UPDATE_AND_CREATE_TOPIC_LIST)
+            .with_body(body.to_string());
+        let what = format!("creating {} topics", configs.len());
+        self.call(addr, &cmd, &what).map(drop)
+    }
+
     // ---- subscription groups ----
+
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225): `configs` in one request.
+    pub fn create_subscription_group_list(
+        &self,
+        addr: &str,
+        configs: &[SubscriptionGroupConfig],
+    ) -> Result<(), AdminError> {
+        let body = serde_json::json!({ "groupConfigList": configs });
+        let cmd = RemotingCommand::new_request(req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST)
+            .with_body(body.to_string());
+        let what = format!("updating {} groups", configs.len());
+        self.call(addr, &cmd, &what).map(drop)
+    }
 
     /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200).
     pub fn create_subscription_group(

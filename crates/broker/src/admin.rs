@@ -1,5 +1,5 @@
-//! Topic and group administration: UPDATE_AND_CREATE_TOPIC (17), GET_ALL_TOPIC_CONFIG (21),
-//! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200),
+//! Topic and group administration: UPDATE_AND_CREATE_TOPIC (17) and its list form (18),
+//! GET_ALL_TOPIC_CONFIG (21), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) and its list form (225),
 //! GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), GET_ALL_DELAY_OFFSET (45), GET_BROKER_CONFIG (26),
 //! CHECK_CLIENT_CONFIG (46), GET_TOPIC_CONFIG (351), GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305);
 //! and what follows any topic change on shard 0 (publish the snapshot,
@@ -11,8 +11,8 @@ use std::rc::Rc;
 use crate::error::BrokerError;
 use crate::metadata::topic_validator::validate_topic;
 use crate::protocol::body::{
-    self, CheckClientRequestBody, SubscriptionGroupConfig, TopicConfig,
-    TopicConfigSerializeWrapper, TopicFilterType,
+    self, CheckClientRequestBody, CreateTopicListRequestBody, SubscriptionGroupConfig,
+    SubscriptionGroupList, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType,
 };
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::{CreateTopicRequestHeader, GetTopicConfigRequestHeader};
@@ -25,22 +25,7 @@ pub async fn create_topic(
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, BrokerError> {
     let h = CreateTopicRequestHeader::from_command(cmd)?;
-    validate_topic(&h.topic)?;
-    // Java's `validateSystemTopicWhenUpdateTopic` (on by default): the broker's own topics are
-    // not an admin's to create or change.
-    if crate::metadata::topic_validator::is_system_topic(&h.topic) {
-        return Err(BrokerError::InvalidParameter(format!(
-            "The topic[{}] is conflict with system topic.",
-            h.topic
-        )));
-    }
-    if h.read_queue_nums <= 0 || h.write_queue_nums <= 0 || h.read_queue_nums > 1024 {
-        return Err(BrokerError::InvalidParameter(format!(
-            "invalid queue numbers read={} write={}",
-            h.read_queue_nums, h.write_queue_nums
-        )));
-    }
-    let mut tc = TopicConfig {
+    let tc = TopicConfig {
         topic_name: h.topic.clone(),
         read_queue_nums: h.read_queue_nums,
         write_queue_nums: h.write_queue_nums,
@@ -55,29 +40,94 @@ pub async fn create_topic(
         order: h.order,
         ..TopicConfig::default()
     };
-    let attributes = h.attributes;
+    upsert_topics(&shard, vec![(tc, h.attributes)]).await?;
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}
+
+/// UPDATE_AND_CREATE_TOPIC_LIST (18): every topic of the body's list created or changed as 17
+/// changes one. Every config is checked before any is applied; then all are applied in one
+/// change (one publish, one write of topics.json, one registration). A config's `attributes`
+/// map holds changes (`+key` to value, `-key`), as 17's header does.
+pub async fn create_topic_list(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let list: CreateTopicListRequestBody = body::from_json(&cmd.body)?;
+    let changes = list
+        .topic_config_list
+        .into_iter()
+        .map(|mut tc| {
+            let mods: Vec<String> = std::mem::take(&mut tc.attributes)
+                .into_iter()
+                .map(|(k, v)| {
+                    if k.starts_with('-') {
+                        k
+                    } else {
+                        format!("{k}={v}")
+                    }
+                })
+                .collect();
+            (tc, Some(mods.join(",")).filter(|m| !m.is_empty()))
+        })
+        .collect();
+    upsert_topics(&shard, changes).await?;
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}
+
+/// What an admin may create or change: a name RocketMQ takes, not one of the broker's own
+/// topics (Java's `validateSystemTopicWhenUpdateTopic`, on by default), sane queue numbers.
+fn check_topic(tc: &TopicConfig) -> Result<(), BrokerError> {
+    validate_topic(&tc.topic_name)?;
+    if crate::metadata::topic_validator::is_system_topic(&tc.topic_name) {
+        return Err(BrokerError::InvalidParameter(format!(
+            "The topic[{}] is conflict with system topic.",
+            tc.topic_name
+        )));
+    }
+    if tc.read_queue_nums <= 0 || tc.write_queue_nums <= 0 || tc.read_queue_nums > 1024 {
+        return Err(BrokerError::InvalidParameter(format!(
+            "invalid queue numbers read={} write={}",
+            tc.read_queue_nums, tc.write_queue_nums
+        )));
+    }
+    Ok(())
+}
+
+/// Checks every (config, attribute changes) pair, then, on shard 0, works out every topic's
+/// attributes before applying any, so a refused change leaves the table as it was.
+async fn upsert_topics(
+    shard: &Rc<Shard>,
+    changes: Vec<(TopicConfig, Option<String>)>,
+) -> Result<(), BrokerError> {
+    for (tc, _) in &changes {
+        check_topic(tc)?;
+    }
     shard
         .mesh
         .call(0, move |s0| async move {
             let changed = {
                 let mut m = s0.meta_mut();
-                let current = m.topics.get(&tc.topic_name).map(|t| &t.attributes);
-                let creating = current.is_none();
                 let empty = Default::default();
-                tc.attributes = crate::metadata::topic_attributes::alter(
-                    current.unwrap_or(&empty),
-                    attributes.as_deref(),
-                    creating,
-                )?;
-                m.upsert_topic(tc)
+                let mut ready = Vec::with_capacity(changes.len());
+                for (mut tc, mods) in changes {
+                    let current = m.topics.get(&tc.topic_name).map(|t| &t.attributes);
+                    tc.attributes = crate::metadata::topic_attributes::alter(
+                        current.unwrap_or(&empty),
+                        mods.as_deref(),
+                        current.is_none(),
+                    )?;
+                    ready.push(tc);
+                }
+                ready
+                    .into_iter()
+                    .fold(false, |changed, tc| m.upsert_topic(tc) | changed)
             };
             if changed {
                 topics_changed(&s0);
             }
             Ok::<(), BrokerError>(())
         })
-        .await??;
-    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+        .await?
 }
 
 pub async fn all_topic_config(
@@ -106,7 +156,27 @@ pub async fn create_subscription_group(
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, BrokerError> {
     let g: SubscriptionGroupConfig = body::from_json(&cmd.body)?;
-    if g.group_name.is_empty() {
+    upsert_groups(&shard, vec![g]).await?;
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225): every group of the body's list created or
+/// replaced as 200 does, in one change written once.
+pub async fn create_subscription_group_list(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let list: SubscriptionGroupList = body::from_json(&cmd.body)?;
+    upsert_groups(&shard, list.group_config_list).await?;
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+}
+
+/// Groups created or replaced on shard 0; a config without a name refuses the whole change.
+async fn upsert_groups(
+    shard: &Rc<Shard>,
+    groups: Vec<SubscriptionGroupConfig>,
+) -> Result<(), BrokerError> {
+    if groups.iter().any(|g| g.group_name.is_empty()) {
         return Err(BrokerError::InvalidParameter("groupName is empty".into()));
     }
     shard
@@ -114,14 +184,16 @@ pub async fn create_subscription_group(
         .call(0, move |s0| async move {
             let (bytes, path) = {
                 let mut m = s0.meta_mut();
-                m.groups.insert(g.group_name.clone(), g);
+                for g in groups {
+                    m.groups.insert(g.group_name.clone(), g);
+                }
                 crate::metadata::bump(&mut m.groups_version);
                 (m.groups_file_bytes(), m.groups_path())
             };
             persist_in_background(path, bytes);
         })
         .await?;
-    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
+    Ok(())
 }
 
 pub async fn all_subscription_groups(

@@ -112,6 +112,14 @@ impl BrokerHandler {
                 }
                 req::DELETE_TOPIC_IN_BROKER => frame(topic_delete::delete_topic(shard, &cmd).await),
                 req::GET_ALL_TOPIC_CONFIG => frame(admin::all_topic_config(shard, &cmd).await),
+                req::UPDATE_AND_CREATE_TOPIC_LIST => {
+                    let create = admin::create_topic_list(shard, &cmd);
+                    frame(timed_creation(Creation::Topic { system: false }, create).await)
+                }
+                req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => {
+                    let create = admin::create_subscription_group_list(shard, &cmd);
+                    frame(timed_creation(Creation::Group, create).await)
+                }
                 req::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
                     let create = admin::create_subscription_group(shard, &cmd);
                     frame(timed_creation(Creation::Group, create).await)

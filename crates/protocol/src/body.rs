@@ -85,6 +85,16 @@ impl Default for TopicConfig {
     }
 }
 
+/// UPDATE_AND_CREATE_TOPIC_LIST's body (Java's `CreateTopicListRequestBody`). A config's
+/// `attributes` are changes, as UPDATE_AND_CREATE_TOPIC's header writes them: `+key` to set,
+/// `-key` to remove.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CreateTopicListRequestBody {
+    #[serde(deserialize_with = "null_default")]
+    pub topic_config_list: Vec<TopicConfig>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct TopicConfigSerializeWrapper {
@@ -415,6 +425,14 @@ impl Default for SubscriptionGroupConfig {
             which_broker_when_consume_slowly: 1,
         }
     }
+}
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST's body (Java's `SubscriptionGroupList`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SubscriptionGroupList {
+    #[serde(deserialize_with = "null_default")]
+    pub group_config_list: Vec<SubscriptionGroupConfig>,
 }
 
 /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG reply and `subscriptionGroup.json`.

@@ -11,6 +11,7 @@
 mod auth;
 mod brokers;
 mod groups;
+mod lists;
 mod messages;
 mod output;
 mod topics;
@@ -80,6 +81,12 @@ pub enum AdminCmd {
     /// Delete a topic from the brokers and the name server.
     #[command(name = "deleteTopic")]
     DeleteTopic(topics::DeleteTopicArgs),
+    /// Create or update the topics of a JSON file, in one request per broker.
+    #[command(name = "updateTopicList")]
+    UpdateTopicList(lists::ListFileArgs),
+    /// Create or update the subscription groups of a JSON file, in one request per broker.
+    #[command(name = "updateSubGroupList")]
+    UpdateSubGroupList(lists::ListFileArgs),
     /// Create or update a subscription group.
     #[command(name = "updateSubGroup")]
     UpdateSubGroup(groups::UpdateSubGroupArgs),
@@ -250,6 +257,8 @@ pub fn run(args: AdminArgs) -> i32 {
         AdminCmd::UpdateTopic(a) => topics::update_topic(&ctx, a),
         AdminCmd::DeleteTopic(a) => topics::delete_topic(&ctx, a),
         AdminCmd::UpdateSubGroup(a) => groups::update_sub_group(&ctx, a),
+        AdminCmd::UpdateTopicList(a) => lists::update_topic_list(&ctx, a),
+        AdminCmd::UpdateSubGroupList(a) => lists::update_sub_group_list(&ctx, a),
         AdminCmd::DeleteSubGroup(a) => groups::delete_sub_group(&ctx, a),
         AdminCmd::ConsumerProgress(a) => groups::consumer_progress(&ctx, a),
         AdminCmd::ConsumerConnection(a) => groups::consumer_connection(&ctx, a),
