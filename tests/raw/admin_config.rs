@@ -77,8 +77,8 @@ fn refused_updates_change_nothing() {
     assert_eq!(config(&mut c), before);
 }
 
-/// With `-c broker.conf`, a change is written into the file (its other lines kept) and is the
-/// broker's configuration after a restart.
+/// With `-c broker.conf`, a change is written into the file (its other lines and its mode
+/// kept) and is the broker's configuration after a restart.
 #[test]
 fn a_change_is_persisted_into_broker_conf() {
     let conf_dir = tempfile::tempdir().unwrap();
@@ -88,6 +88,8 @@ fn a_change_is_persisted_into_broker_conf() {
         "# test broker\nmaxReconsumeTimes=16\nbrokerName=conf-broker\n",
     )
     .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
     let b = RawBroker::start_with_conf(tempfile::tempdir().unwrap(), &conf, &[]);
     let mut c = Conn::connect(b.broker);
     let r = c.call(update("maxReconsumeTimes=4\nlongPollingEnable=false\n"));
@@ -103,6 +105,11 @@ fn a_change_is_persisted_into_broker_conf() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    let mode = std::fs::metadata(&conf).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode, 0o600,
+        "the rewrite widened broker.conf's mode to {mode:o}"
+    );
     drop(c);
     let dir = b.stop();
     let b = RawBroker::start_with_conf(dir, &conf, &[]);

@@ -127,14 +127,48 @@ fn with_keys(text: &str, pairs: &[(String, String)]) -> String {
     out
 }
 
-/// Blocking: the file rewritten through a temporary file, fsynced and renamed into place.
+/// Whether a broker.conf key holds a secret (credentials, a password, a key's passphrase).
+fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["secret", "password", "credential"]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
+/// The mode the rewritten file gets: the file's own, narrowed to 0600 when it holds a secret
+/// (readable by the broker's user alone), so a rewrite never widens who may read it.
+fn rewritten_mode(old_mode: u32, text: &str) -> u32 {
+    let secret = properties_text::parse(text)
+        .iter()
+        .any(|(k, _)| is_secret_key(k));
+    let mode = old_mode & 0o7777;
+    if secret {
+        mode & 0o600
+    } else {
+        mode
+    }
+}
+
+/// Blocking: the file rewritten through a temporary file, fsynced and renamed into place, with
+/// the file's mode kept (`rewritten_mode`).
 fn rewrite_config_file(path: &Path, pairs: &[(String, String)]) -> std::io::Result<()> {
     use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let text = std::fs::read_to_string(path)?;
+    let new_text = with_keys(&text, pairs);
+    let mode = rewritten_mode(std::fs::metadata(path)?.permissions().mode(), &new_text);
     let tmp = path.with_extension("conf.tmp");
     {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(with_keys(&text, pairs).as_bytes())?;
+        // Created unreadable by others, then set exactly (the umask may narrow the mode asked
+        // for at creation).
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        f.write_all(new_text.as_bytes())?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)?;
@@ -146,7 +180,34 @@ fn rewrite_config_file(path: &Path, pairs: &[(String, String)]) -> std::io::Resu
 
 #[cfg(test)]
 mod tests {
-    use super::with_keys;
+    use super::{rewrite_config_file, rewritten_mode, with_keys};
+
+    /// A rewrite keeps the file's mode, and narrows it to the owner when the file holds a
+    /// secret.
+    #[test]
+    fn rewrite_keeps_the_mode_and_never_widens_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.conf");
+        std::fs::write(&path, "brokerName=a\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let pairs = vec![("maxReconsumeTimes".to_string(), "3".to_string())];
+        rewrite_config_file(&path, &pairs).unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o640);
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("maxReconsumeTimes=3"));
+        let secret = vec![(
+            "innerClientAuthenticationCredentials".to_string(),
+            r#"{"accessKey":"a","secretKey":"s"}"#.to_string(),
+        )];
+        rewrite_config_file(&path, &secret).unwrap();
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(rewritten_mode(0o644, "tls.server.keyPassword=x\n"), 0o600);
+        assert_eq!(rewritten_mode(0o600, "brokerName=a\n"), 0o600);
+        assert_eq!(rewritten_mode(0o644, "brokerName=a\n"), 0o644);
+    }
 
     /// A changed key's line is replaced in place, a new key appended, comments and other keys
     /// kept.
