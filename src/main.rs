@@ -64,6 +64,10 @@ enum Cmd {
         /// Where the console's HTTP server listens.
         #[arg(long, default_value_t = SocketAddr::from(([127, 0, 0, 1], DEFAULT_CONSOLE_PORT)))]
         listen: SocketAddr,
+        /// A host name browsers may reach the console by, besides its IP addresses and
+        /// `localhost` (a reverse proxy's name; repeatable).
+        #[arg(long = "console-host")]
+        console_hosts: Vec<String>,
     },
 }
 
@@ -115,6 +119,10 @@ struct ServeArgs {
     /// 127.0.0.1:8080, skipped with a warning when that port is taken].
     #[arg(long)]
     console_listen: Option<ConsoleListen>,
+    /// A host name browsers may reach the web console by, besides its IP addresses and
+    /// `localhost` (a reverse proxy's name; repeatable).
+    #[arg(long = "console-host")]
+    console_hosts: Vec<String>,
     #[command(flatten)]
     broker: BrokerArgs,
 }
@@ -161,6 +169,7 @@ fn start_serve_console(
     listen: Option<ConsoleListen>,
     plan: &ringmq::runtime::placement::ThreadPlan,
     namesrv: Vec<SocketAddr>,
+    hosts: Vec<String>,
 ) -> Result<Option<ringmq::console::ConsoleServer>, String> {
     let (addr, chosen) = match listen {
         Some(ConsoleListen(None)) => return Ok(None),
@@ -170,7 +179,7 @@ fn start_serve_console(
             false,
         ),
     };
-    match ringmq::console::start_console(plan, addr, namesrv) {
+    match ringmq::console::start_console(plan, addr, namesrv, hosts) {
         Ok(c) => Ok(Some(c)),
         Err(e) if !chosen => {
             tracing::warn!(%addr, error = %e, "no web console: its default address is taken (--console-listen moves it)");
@@ -259,11 +268,12 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Console {
             namesrv_addr,
             listen,
+            console_hosts,
         } => {
             let namesrv = ringmq::config::parse_addr_list("--namesrv-addr", &namesrv_addr)
                 .map_err(|e| e.to_string())?;
             let plan = ringmq::runtime::placement::ThreadPlan::for_this_process(false);
-            let console = ringmq::console::start_console(&plan, listen, namesrv)
+            let console = ringmq::console::start_console(&plan, listen, namesrv, console_hosts)
                 .map_err(|e| format!("web console on {listen}: {e}"))?;
             println!("console listening on {}", console.addr);
             wait_for_signal();
@@ -360,7 +370,12 @@ fn run(cli: Cli) -> Result<(), String> {
             // Before the broker: a console that cannot listen where it was told to stops the
             // start before the store is opened.
             let plan = ringmq::broker::threads::thread_plan(&cfg);
-            let console = start_serve_console(a.console_listen, &plan, cfg.namesrv_addr.clone())?;
+            let console = start_serve_console(
+                a.console_listen,
+                &plan,
+                cfg.namesrv_addr.clone(),
+                a.console_hosts.clone(),
+            )?;
             let b = start_broker(cfg).map_err(|e| e.to_string())?;
             if !b.wait_registered(std::time::Duration::from_secs(5)) {
                 tracing::warn!(

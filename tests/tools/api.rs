@@ -38,13 +38,13 @@ fn exchange(addr: &str, raw: &[u8]) -> (u16, String) {
 fn get(addr: &str, path: &str) -> (u16, String) {
     exchange(
         addr,
-        format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes(),
     )
 }
 
 fn post(addr: &str, path: &str, json: &str) -> (u16, String) {
     let raw = format!(
-        "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\n\r\n{json}",
         json.len()
     );
@@ -69,8 +69,11 @@ fn api_errors_are_json_with_their_status() {
     let c = broker.console_addr();
     let form_as_text = exchange(
         &c,
-        b"POST /api/topics HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n\
-          Content-Length: 2\r\n\r\n{}",
+        format!(
+            "POST /api/topics HTTP/1.1\r\nHost: {c}\r\nContent-Type: text/plain\r\n\
+             Content-Length: 2\r\n\r\n{{}}"
+        )
+        .as_bytes(),
     );
     let cases: Vec<((u16, String), u16, &str)> = vec![
         (form_as_text, 415, "application/json"),
@@ -190,6 +193,54 @@ fn oversized_and_stalled_requests_are_bounded() {
             ),
         }
     }
+}
+
+/// A page on another site cannot drive the console: a request naming a host the console does
+/// not serve (DNS rebinding) is refused 403, and so is one whose Origin is another site, before
+/// anything is done; the console's own origin and plain requests pass, and every answer forbids
+/// framing.
+#[test]
+fn rebinding_and_foreign_origins_are_refused() {
+    let broker = Broker::start_with_console(&[]);
+    let c = broker.console_addr();
+    let create = r#"{"topic":"GuardT","readQueueNums":1,"writeQueueNums":1,"perm":6}"#;
+    let raw = |host: &str, origin: Option<&str>| {
+        let origin = origin
+            .map(|o| format!("Origin: {o}\r\n"))
+            .unwrap_or_default();
+        format!(
+            "POST /api/topics HTTP/1.1\r\nHost: {host}\r\n{origin}\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{create}",
+            create.len()
+        )
+    };
+    let port = c.rsplit(':').next().unwrap();
+    let (status, body) = exchange(&c, raw(&format!("evil.example:{port}"), None).as_bytes());
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        error_of(&body).contains("not served as evil.example"),
+        "{body}"
+    );
+    let (status, body) = exchange(&c, raw(&c, Some("http://evil.example")).as_bytes());
+    assert_eq!(status, 403, "{body}");
+    let (_, topics) = get(&c, "/api/topics");
+    assert!(
+        !topics.contains("GuardT"),
+        "a refused request created the topic: {topics}"
+    );
+    let own = format!("http://{c}");
+    let (status, body) = exchange(&c, raw(&c, Some(&own)).as_bytes());
+    assert!(status < 300, "the console's own origin: {status} {body}");
+    let mut s = std::net::TcpStream::connect(&c).unwrap();
+    std::io::Write::write_all(
+        &mut s,
+        format!("GET / HTTP/1.1\r\nHost: {c}\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    let mut head = String::new();
+    std::io::Read::read_to_string(&mut s, &mut head).unwrap();
+    assert!(head.contains("X-Frame-Options: DENY"), "{head}");
+    assert!(head.contains("frame-ancestors 'none'"), "{head}");
 }
 
 /// `serve --console-listen ADDR` where ADDR is taken stops the start with an error naming the

@@ -24,6 +24,10 @@ pub struct Request {
     pub query: Vec<(String, String)>,
     /// The `Content-Type` header's media type (before any `;`), lower-cased; empty if none.
     pub content_type: String,
+    /// The `Host` header (`host[:port]`), if any.
+    pub host: Option<String>,
+    /// The `Origin` header, if any (browsers send it with cross-origin and non-GET requests).
+    pub origin: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -90,6 +94,7 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         201 => "Created",
         400 => "Bad Request",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         413 => "Content Too Large",
@@ -131,8 +136,14 @@ pub fn read_request(stream: &mut TcpStream) -> Result<Request, HttpError> {
         let target = req.path.unwrap_or_default();
         let mut content_length = 0usize;
         let mut content_type = String::new();
+        let (mut host, mut origin) = (None, None);
         for h in req.headers.iter() {
-            if h.name.eq_ignore_ascii_case("content-type") {
+            let text = || String::from_utf8_lossy(h.value).trim().to_string();
+            if h.name.eq_ignore_ascii_case("host") {
+                host = Some(text());
+            } else if h.name.eq_ignore_ascii_case("origin") {
+                origin = Some(text());
+            } else if h.name.eq_ignore_ascii_case("content-type") {
                 let v = String::from_utf8_lossy(h.value);
                 content_type = v
                     .split(';')
@@ -168,6 +179,8 @@ pub fn read_request(stream: &mut TcpStream) -> Result<Request, HttpError> {
             path,
             query,
             content_type,
+            host,
+            origin,
             body,
         });
     }
@@ -249,7 +262,8 @@ fn percent_decode(s: &str, plus_is_space: bool) -> Option<String> {
 pub fn write_response(stream: &mut TcpStream, resp: &Response) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: {}\r\n\
-         X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
+         X-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n\
+         Content-Security-Policy: frame-ancestors 'none'\r\nConnection: close\r\n\r\n",
         resp.status,
         reason(resp.status),
         resp.content_type,

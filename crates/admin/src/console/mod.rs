@@ -18,6 +18,7 @@
 mod api;
 mod assets;
 mod error;
+mod guard;
 mod http;
 mod pages;
 mod routes;
@@ -33,10 +34,12 @@ use crate::constants::CONSOLE_ADMIN_TIMEOUT_MS;
 use crate::runtime::placement::ThreadPlan;
 use crate::AdminClient;
 
-/// What the console is a console of: the admin client of its name servers.
+/// What the console is a console of: the admin client of its name servers, and the host
+/// names (besides IP literals and `localhost`) browsers may reach it by (`guard`).
 #[derive(Clone, Debug)]
 pub struct Console {
     pub admin: AdminClient,
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Console {
@@ -46,18 +49,35 @@ impl Console {
         let admin = AdminClient::new(&list.join(";"))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?
             .with_timeout(Duration::from_millis(CONSOLE_ADMIN_TIMEOUT_MS));
-        Ok(Console { admin })
+        Ok(Console {
+            admin,
+            allowed_hosts: Vec::new(),
+        })
     }
 }
 
 /// Starts a console on `listen` (port 0: any free port; `ConsoleServer::addr` says which) for
-/// the cluster whose name servers are `namesrv`; its workers are placed by `plan`.
+/// the cluster whose name servers are `namesrv`, reachable by IP address, `localhost` and the
+/// `allowed_hosts` names; its workers are placed by `plan`.
 pub fn start_console(
     plan: &ThreadPlan,
     listen: SocketAddr,
     namesrv: Vec<SocketAddr>,
+    allowed_hosts: Vec<String>,
 ) -> io::Result<ConsoleServer> {
-    let server = server::start(plan, listen, Console::new(&namesrv)?)?;
+    let console = Console {
+        allowed_hosts,
+        ..Console::new(&namesrv)?
+    };
+    let server = server::start(plan, listen, console)?;
     tracing::info!(addr = %server.addr, "web console listening");
+    if !server.addr.ip().is_loopback() {
+        tracing::warn!(
+            addr = %server.addr,
+            "the web console listens beyond this host and has no login: anyone who can reach \
+             it can create and delete topics and groups and reset offsets; bind it to \
+             127.0.0.1 (--console-listen) or put it behind an authenticating proxy"
+        );
+    }
     Ok(server)
 }

@@ -16,6 +16,9 @@ const PAGES_WITH_NAME: &[&str] = &["/topics/", "/groups/"];
 
 /// The answer to `req`.
 pub fn route(console: &Console, req: &Request) -> Response {
+    if let Some(refused) = super::guard::check(req, &console.allowed_hosts) {
+        return refused;
+    }
     let path = req.path.as_str();
     if path == "/api" || path.starts_with("/api/") {
         return super::api::handle(console, req);
@@ -58,6 +61,8 @@ mod tests {
             path: path.into(),
             query: Vec::new(),
             content_type: String::new(),
+            host: Some("127.0.0.1:8080".into()),
+            origin: None,
             body: Vec::new(),
         }
     }
