@@ -127,7 +127,8 @@ fn check_serve(
             .expect("config key");
     }
     let want_cfg = cfg.clone();
-    let console = start_console(&thread_plan(&cfg), loopback, vec![ns.addr]).expect("console");
+    let console =
+        start_console(&thread_plan(&cfg), loopback, vec![ns.addr], Vec::new()).expect("console");
     let b = start_broker(cfg).expect("start broker");
     assert!(
         b.wait_registered(Duration::from_secs(10)),
