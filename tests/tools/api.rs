@@ -243,6 +243,26 @@ fn rebinding_and_foreign_origins_are_refused() {
     assert!(head.contains("frame-ancestors 'none'"), "{head}");
 }
 
+/// A message id names an address: the console's lookup follows it only to a broker the name
+/// server lists, so an id pointing at any other host and port is "not found" and that address
+/// is never connected to (a listener the test holds there accepts nothing).
+#[test]
+fn a_message_id_cannot_point_the_console_elsewhere() {
+    let broker = Broker::start_with_console(&[]);
+    let c = broker.console_addr();
+    let bait = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    bait.set_nonblocking(true).unwrap();
+    let port = bait.local_addr().unwrap().port();
+    let id = format!("7F000001{:08X}{:016X}", port, 0);
+    let (status, body) = get(&c, &format!("/api/messages?id={id}"));
+    assert_eq!(status, 404, "{body}");
+    assert!(error_of(&body).contains(&id), "{body}");
+    assert!(
+        bait.accept().is_err(),
+        "the console connected to the address the id named"
+    );
+}
+
 /// `serve --console-listen ADDR` where ADDR is taken stops the start with an error naming the
 /// address, before the broker opens its store.
 #[test]

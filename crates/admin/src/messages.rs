@@ -210,7 +210,9 @@ impl AdminClient {
 
     /// A message by id: by its UNIQ_KEY on the topic's brokers when `topic` is given, else
     /// (or when that finds nothing) by decoding `id` as an offset id (store host and
-    /// commit-log offset), as Java's `viewMessage` does.
+    /// commit-log offset), as Java's `viewMessage` does. An offset id is followed only to a
+    /// broker the name servers list: an id can name any address, and a lookup must not make
+    /// this client (a console's, say) connect wherever its caller likes.
     pub fn view_message_by_id(
         &self,
         topic: Option<&str>,
@@ -225,7 +227,15 @@ impl AdminClient {
             }
         }
         match decode_offset_msg_id(id) {
-            Ok((host, offset)) => self.view_message(&host.to_string(), offset),
+            Ok((host, offset)) => {
+                let addr = host.to_string();
+                if !self.brokers(None)?.iter().any(|b| b.addr == addr) {
+                    return Err(AdminError::NotFound(format!(
+                        "message {id} names broker {addr}, which the name servers do not list"
+                    )));
+                }
+                self.view_message(&addr, offset)
+            }
             Err(_) if topic.is_some() => Err(AdminError::NotFound(format!(
                 "message {id} not found in topic {}",
                 topic.unwrap_or_default()
