@@ -402,3 +402,46 @@ fn topic_and_group_lists_create_every_entry_or_none() {
     )));
     assert!(!all.contains("ListG3"), "{all}");
 }
+
+/// QUERY_TOPICS_BY_CONSUMER (343) lists the topics a group committed offsets for, with the
+/// broker's address (Java's `TopicList`), on whichever shards own them; QUERY_SUBSCRIPTION_BY_
+/// CONSUMER (345) answers the online group's subscription to a topic, and `null` for a topic it
+/// does not subscribe to.
+#[test]
+fn topics_and_subscription_by_consumer() {
+    let b = start();
+    let mut c = Conn::connect(b.broker);
+    for t in ["ByCT1", "ByCT2"] {
+        ok(&c.call(create_topic_cmd(t, 4)), "create topic");
+    }
+    for (t, q) in [("ByCT1", 0), ("ByCT1", 3), ("ByCT2", 1)] {
+        commit_on(&mut c, "ByCG", t, q, 5);
+    }
+    commit_on(&mut c, "OtherG", "ByCT1", 0, 1);
+    let r = c.call(
+        RemotingCommand::new_request(req::QUERY_TOPICS_BY_CONSUMER).with_ext("group", "ByCG"),
+    );
+    ok(&r, "343");
+    let j = json(&r);
+    assert_eq!(j["topicList"], serde_json::json!(["ByCT1", "ByCT2"]), "{j}");
+    assert_eq!(j["brokerAddr"], b.broker.to_string(), "{j}");
+    let mut client = Conn::connect(b.broker);
+    register(&mut client, "sub-1", "ByCG", "ByCT1");
+    let ask = |c: &mut Conn, topic: &str| {
+        json(
+            &c.call(
+                RemotingCommand::new_request(req::QUERY_SUBSCRIPTION_BY_CONSUMER)
+                    .with_ext("group", "ByCG")
+                    .with_ext("topic", topic),
+            ),
+        )
+    };
+    let j = ask(&mut c, "ByCT1");
+    assert_eq!(j["group"], "ByCG", "{j}");
+    assert_eq!(j["subscriptionData"]["topic"], "ByCT1", "{j}");
+    assert_eq!(j["subscriptionData"]["subString"], "*", "{j}");
+    let j = ask(&mut c, "ByCT2");
+    assert!(j["subscriptionData"].is_null(), "{j}");
+    let r = c.call(RemotingCommand::new_request(req::QUERY_TOPICS_BY_CONSUMER));
+    assert_eq!(r.code, rc::INVALID_PARAMETER, "{:?}", r.remark);
+}

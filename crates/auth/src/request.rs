@@ -143,7 +143,13 @@ pub fn checks<'a>(
         rc::GET_CONSUMER_CONNECTION_LIST | rc::GET_CONSUMER_RUNNING_INFO => {
             field(&mut out, Group, "consumerGroup", GET)
         }
-        rc::GET_SUBSCRIPTIONGROUP_CONFIG => field(&mut out, Group, "group", GET),
+        rc::GET_SUBSCRIPTIONGROUP_CONFIG | rc::QUERY_TOPICS_BY_CONSUMER => {
+            field(&mut out, Group, "group", GET)
+        }
+        rc::QUERY_SUBSCRIPTION_BY_CONSUMER => {
+            field(&mut out, Group, "group", GET);
+            field(&mut out, Topic, "topic", GET);
+        }
         rc::INVOKE_BROKER_TO_RESET_OFFSET => {
             field(&mut out, Group, "group", UPDATE);
             field(&mut out, Topic, "topic", UPDATE);

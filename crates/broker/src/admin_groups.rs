@@ -1,5 +1,6 @@
 //! Admin requests about consumer and producer groups: DELETE_SUBSCRIPTIONGROUP (207),
-//! GET_SUBSCRIPTIONGROUP_CONFIG (352), QUERY_TOPIC_CONSUME_BY_WHO (300) and
+//! GET_SUBSCRIPTIONGROUP_CONFIG (352), QUERY_TOPIC_CONSUME_BY_WHO (300), its inverse
+//! QUERY_TOPICS_BY_CONSUMER (343), QUERY_SUBSCRIPTION_BY_CONSUMER (345) and
 //! GET_ALL_PRODUCER_INFO (328), as Java's `AdminBrokerProcessor` answers them.
 //!
 //! Group configs and client registrations are shard 0's; committed offsets live on each queue's
@@ -16,7 +17,8 @@ use crate::protocol::body;
 use crate::protocol::codes::{language_name, response_code as rc};
 use crate::protocol::headers::{
     DeleteSubscriptionGroupRequestHeader, GetSubscriptionGroupConfigRequestHeader,
-    QueryTopicConsumeByWhoRequestHeader,
+    QuerySubscriptionByConsumerRequestHeader, QueryTopicConsumeByWhoRequestHeader,
+    QueryTopicsByConsumerRequestHeader,
 };
 use crate::protocol::RemotingCommand;
 use crate::shard::Shard;
@@ -153,6 +155,57 @@ pub async fn topic_consume_by_who(
     }
     let list = GroupList { group_list: groups };
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(body::to_json(&list)))
+}
+
+/// QUERY_TOPICS_BY_CONSUMER (343): the topics `group` has committed offsets for on this broker
+/// (Java's `whichTopicByConsumer`), as a `TopicList` with this broker's address.
+pub async fn topics_by_consumer(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let h = QueryTopicsByConsumerRequestHeader::from_command(cmd)?;
+    let suffix = format!("@{}", h.group);
+    let mut topics = BTreeSet::new();
+    for i in 0..shard.mesh.len() {
+        let sfx = suffix.clone();
+        let pick = move |s: &Shard| -> Vec<String> {
+            s.offsets()
+                .keys()
+                .filter_map(|k| k.strip_suffix(sfx.as_str()).map(str::to_owned))
+                .collect()
+        };
+        let found = if i == shard.id {
+            pick(&shard)
+        } else {
+            shard.mesh.call(i, move |s| async move { pick(&s) }).await?
+        };
+        topics.extend(found);
+    }
+    let list = body::TopicList {
+        broker_addr: Some(shard.ctx.store_host.to_string()),
+        topic_list: topics,
+    };
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(body::to_json(&list)))
+}
+
+/// QUERY_SUBSCRIPTION_BY_CONSUMER (345): what the group's online consumers subscribe to on the
+/// topic (Java's `findSubscriptionData`), `null` when none does.
+pub async fn subscription_by_consumer(
+    shard: Rc<Shard>,
+    cmd: &RemotingCommand,
+) -> Result<RemotingCommand, BrokerError> {
+    let h = QuerySubscriptionByConsumerRequestHeader::from_command(cmd)?;
+    let subscription_data = shard
+        .subscriptions()
+        .get(&h.group)
+        .and_then(|subs| subs.get(&h.topic))
+        .cloned();
+    let answer = body::QuerySubscriptionResponseBody {
+        subscription_data,
+        group: h.group,
+        topic: h.topic,
+    };
+    Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None).with_body(body::to_json(&answer)))
 }
 
 /// GET_ALL_PRODUCER_INFO: every registered producer, by group (Java's `ProducerTableInfo`).

@@ -172,6 +172,12 @@ impl BrokerHandler {
                 req::QUERY_TOPIC_CONSUME_BY_WHO => {
                     frame(admin_groups::topic_consume_by_who(shard, &cmd).await)
                 }
+                req::QUERY_TOPICS_BY_CONSUMER => {
+                    frame(admin_groups::topics_by_consumer(shard, &cmd).await)
+                }
+                req::QUERY_SUBSCRIPTION_BY_CONSUMER => {
+                    frame(admin_groups::subscription_by_consumer(shard, &cmd).await)
+                }
                 req::GET_ALL_PRODUCER_INFO => {
                     frame(admin_groups::all_producer_info(shard, &cmd).await)
                 }

@@ -427,6 +427,16 @@ impl Default for SubscriptionGroupConfig {
     }
 }
 
+/// QUERY_SUBSCRIPTION_BY_CONSUMER's answer (Java's `QuerySubscriptionResponseBody`); no
+/// subscription is `null`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct QuerySubscriptionResponseBody {
+    pub subscription_data: Option<SubscriptionData>,
+    pub group: String,
+    pub topic: String,
+}
+
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST's body (Java's `SubscriptionGroupList`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]

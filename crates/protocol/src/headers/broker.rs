@@ -318,6 +318,21 @@ ext_header! {
 }
 
 ext_header! {
+    /// QUERY_TOPICS_BY_CONSUMER (343): the topics a group has committed offsets for.
+    pub struct QueryTopicsByConsumerRequestHeader {
+        pub group: String => "group",
+    }
+}
+
+ext_header! {
+    /// QUERY_SUBSCRIPTION_BY_CONSUMER (345): a group's subscription to a topic.
+    pub struct QuerySubscriptionByConsumerRequestHeader {
+        pub group: String => "group",
+        pub topic: String => "topic",
+    }
+}
+
+ext_header! {
     /// QUERY_TOPIC_CONSUME_BY_WHO (300).
     pub struct QueryTopicConsumeByWhoRequestHeader {
         pub topic: String => "topic",
