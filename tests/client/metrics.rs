@@ -250,16 +250,55 @@ fn bad_requests_get_http_errors() {
     );
 }
 
-/// With the default metricsExporterType (DISABLE) nothing listens on the metrics port.
+/// With the default metricsExporterType (DISABLE) the broker opens no metrics port. The test
+/// holds the port itself for the whole run (no other test can take it): a broker that tried to
+/// serve metrics there could not bind it and would not start (a taken metrics port stops
+/// start-up, as `prom_port_taken_stops_start_up` shows), and nothing connects to the holder.
 #[test]
 fn disabled_exporter_opens_no_port() {
-    let port = raw_support::controller::free_ports(1)[0];
-    let port_s = port.to_string();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    held.set_nonblocking(true).unwrap();
+    let port_s = held.local_addr().unwrap().port().to_string();
     let broker = Broker::start_with(&[("metricsPromExporterPort", &port_s)]);
     // The broker is up and serving its own port.
     assert!(TcpStream::connect(broker.broker_addr()).is_ok());
-    let err = TcpStream::connect(("127.0.0.1", port)).expect_err("the metrics port is closed");
-    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
+    assert!(
+        !broker.stderr_tail().contains("metrics listening"),
+        "{}",
+        broker.stderr_tail()
+    );
+    assert!(
+        held.accept().is_err(),
+        "something connected to the held port"
+    );
+}
+
+/// The control of the test above: with metricsExporterType=PROM, the same held port stops the
+/// start with an error naming it.
+#[test]
+fn prom_port_taken_stops_start_up() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let store = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
+        .args(["serve", "--console-listen", "off", "--store-dir"])
+        .arg(store.path())
+        .args([
+            "--namesrv-listen",
+            "127.0.0.1:0",
+            "--broker-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["-o", "mappedFileSizeCommitLog=16777216"])
+        .args(["-o", "metricsExporterType=PROM"])
+        .args(["-o", &format!("metricsPromExporterPort={port}")])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run ringmq");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "exit status {}", out.status);
+    assert!(stderr.contains(&port.to_string()), "{stderr}");
+    drop(held);
 }
 
 /// metricsExporterType=OTLP_GRPC (which ringmq does not implement) stops `serve` at start with
