@@ -268,15 +268,12 @@ fn disabled_exporter_opens_no_port() {
     );
 }
 
-/// The control of the test above: with metricsExporterType=PROM, the same held port stops the
-/// start with an error naming it.
-#[test]
-fn prom_port_taken_stops_start_up() {
-    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = held.local_addr().unwrap().port();
+/// `serve` on a fresh store with `options` (`-o`), which must refuse to start: it exits not
+/// zero without having announced a broker. Its stderr.
+fn serve_refused(options: &[String]) -> String {
     let store = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
-        .args(["serve", "--console-listen", "off", "--store-dir"])
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"));
+    cmd.args(["serve", "--console-listen", "off", "--store-dir"])
         .arg(store.path())
         .args([
             "--namesrv-listen",
@@ -284,14 +281,29 @@ fn prom_port_taken_stops_start_up() {
             "--broker-listen",
             "127.0.0.1:0",
         ])
-        .args(["-o", "mappedFileSizeCommitLog=16777216"])
-        .args(["-o", "metricsExporterType=PROM"])
-        .args(["-o", &format!("metricsPromExporterPort={port}")])
+        .args(["-o", "mappedFileSizeCommitLog=16777216"]);
+    for o in options {
+        cmd.args(["-o", o]);
+    }
+    let out = cmd
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run ringmq");
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "exit status {}", out.status);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("broker listening"));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The control of the test above: with metricsExporterType=PROM, the same held port stops the
+/// start with an error naming it.
+#[test]
+fn prom_port_taken_stops_start_up() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let stderr = serve_refused(&[
+        "metricsExporterType=PROM".into(),
+        format!("metricsPromExporterPort={port}"),
+    ]);
     assert!(stderr.contains(&port.to_string()), "{stderr}");
     drop(held);
 }
@@ -300,27 +312,11 @@ fn prom_port_taken_stops_start_up() {
 /// an error naming the key, rather than running without the metrics the operator asked for.
 #[test]
 fn unsupported_exporter_refuses_to_start() {
-    let store = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
-        .args(["serve", "--console-listen", "off", "--store-dir"])
-        .arg(store.path())
-        .args([
-            "--namesrv-listen",
-            "127.0.0.1:0",
-            "--broker-listen",
-            "127.0.0.1:0",
-        ])
-        .args(["-o", "metricsExporterType=OTLP_GRPC"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run ringmq");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "exit status {}", out.status);
+    let stderr = serve_refused(&["metricsExporterType=OTLP_GRPC".into()]);
     assert!(
         stderr.contains("metricsExporterType") && stderr.contains("OTLP_GRPC"),
         "{stderr}"
     );
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("broker listening"));
 }
 
 /// A raw consumer's progress on one queue, scraped: (lag, inflight, ready) of `group` on `topic`,

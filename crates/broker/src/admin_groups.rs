@@ -164,23 +164,7 @@ pub async fn topics_by_consumer(
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, BrokerError> {
     let h = QueryTopicsByConsumerRequestHeader::from_command(cmd)?;
-    let suffix = format!("@{}", h.group);
-    let mut topics = BTreeSet::new();
-    for i in 0..shard.mesh.len() {
-        let sfx = suffix.clone();
-        let pick = move |s: &Shard| -> Vec<String> {
-            s.offsets()
-                .keys()
-                .filter_map(|k| k.strip_suffix(sfx.as_str()).map(str::to_owned))
-                .collect()
-        };
-        let found = if i == shard.id {
-            pick(&shard)
-        } else {
-            shard.mesh.call(i, move |s| async move { pick(&s) }).await?
-        };
-        topics.extend(found);
-    }
+    let topics = crate::admin_stats::topics_of_group(&shard, &h.group).await?;
     let list = body::TopicList {
         broker_addr: Some(shard.ctx.store_host.to_string()),
         topic_list: topics,
