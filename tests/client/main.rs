@@ -29,6 +29,7 @@ mod long_poll;
 mod metrics;
 mod offsets_restart;
 mod ordered;
+mod pop_push;
 mod push_clustering;
 mod query;
 mod replication;

@@ -174,6 +174,8 @@ pub struct Received {
     pub commit_log_offset: i64,
     pub broker_name: String,
     pub reconsume_times: i32,
+    /// The receipt handle of a popped message (property POP_CK); none for pulled ones.
+    pub pop_ck: Option<String>,
     pub at: Instant,
     /// Which consumer of the test received it (set by the helper's `consumer_no`).
     pub consumer_no: usize,
@@ -198,6 +200,8 @@ impl Received {
             commit_log_offset: m.commit_log_offset(),
             broker_name: m.broker_name().to_string(),
             reconsume_times: m.reconsume_times(),
+            pop_ck: MessageTrait::property(m, &CheetahString::from_static_str("POP_CK"))
+                .map(|k| k.to_string()),
             at: Instant::now(),
             consumer_no,
         }
@@ -225,6 +229,9 @@ pub struct PushSpec {
     pub consume_from_where: ConsumeFromWhere,
     /// An access key and secret key every request is signed with (`AclClientRPCHook`).
     pub credentials: Option<(String, String)>,
+    /// Leave the rebalance to the broker (`clientRebalance=false`): QUERY_ASSIGNMENT decides
+    /// the queues and whether they are pulled or popped.
+    pub broker_rebalance: bool,
 }
 
 impl PushSpec {
@@ -238,6 +245,7 @@ impl PushSpec {
             consumer_no: 0,
             consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
             credentials: None,
+            broker_rebalance: false,
         }
     }
 }
@@ -271,6 +279,9 @@ pub async fn push_consumer_with(namesrv: &str, spec: PushSpec) -> (DefaultMQPush
     }
     if let Some((ak, sk)) = &spec.credentials {
         builder = builder.rpc_hook(Some(acl_hook(ak, sk)));
+    }
+    if spec.broker_rebalance {
+        builder = builder.client_rebalance(false);
     }
     let mut consumer = builder
         .name_server_addr(namesrv.to_string())

@@ -23,6 +23,7 @@ mod ha_master;
 mod ha_slave;
 mod ha_sync;
 mod multi_shard;
+mod pop;
 mod reply_after_unit;
 mod retention;
 mod send_pull;

@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod controller;
+pub mod pop;
 pub mod proxy;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -414,6 +414,21 @@ impl AdminClient {
             .map(drop)
     }
 
+    /// SET_MESSAGE_REQUEST_MODE (401): how a group reads a topic on the broker at `addr`.
+    pub fn set_message_request_mode(
+        &self,
+        addr: &str,
+        body: &crate::protocol::assignment::SetMessageRequestModeRequestBody,
+    ) -> Result<(), AdminError> {
+        let cmd =
+            RemotingCommand::new_request(req::SET_MESSAGE_REQUEST_MODE).with_body(to_json(body));
+        let what = format!(
+            "setting the consume mode of {}@{}",
+            body.topic, body.consumer_group
+        );
+        self.call(addr, &cmd, &what).map(drop)
+    }
+
     /// DELETE_SUBSCRIPTIONGROUP (207); `clean_offset` also drops the group's offsets.
     pub fn delete_subscription_group(
         &self,

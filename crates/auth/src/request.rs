@@ -84,6 +84,34 @@ pub fn checks<'a>(
             }
             field(&mut out, Group, "consumerGroup", SUB);
         }
+        rc::POP_MESSAGE
+        | rc::PEEK_MESSAGE
+        | rc::ACK_MESSAGE
+        | rc::CHANGE_MESSAGE_INVISIBLETIME
+        | rc::NOTIFICATION
+        | rc::POLLING_INFO => {
+            if let Some(t) = ext("topic").filter(|t| !is_retry_topic(t)) {
+                push_named(&mut out, Topic, Cow::Borrowed(t), SUB);
+            }
+            field(&mut out, Group, "consumerGroup", SUB);
+        }
+        rc::QUERY_ASSIGNMENT => {
+            let b: crate::protocol::assignment::QueryAssignmentRequestBody =
+                body::from_json(&cmd.body)?;
+            push_named(&mut out, Group, Cow::Owned(b.consumer_group), SUB);
+            if !is_retry_topic(&b.topic) {
+                push_named(&mut out, Topic, Cow::Owned(b.topic), SUB);
+            }
+        }
+        rc::BATCH_ACK_MESSAGE => {
+            let b: crate::protocol::pop::BatchAckMessageRequestBody = body::from_json(&cmd.body)?;
+            for a in b.acks {
+                push_named(&mut out, Group, Cow::Owned(a.consumer_group), SUB);
+                if !is_retry_topic(&a.topic) {
+                    push_named(&mut out, Topic, Cow::Owned(a.topic), SUB);
+                }
+            }
+        }
         rc::QUERY_MESSAGE => field(&mut out, Topic, "topic", SUB_GET),
         rc::HEART_BEAT => {
             let hb: HeartbeatData = body::from_json(&cmd.body)?;

@@ -43,6 +43,15 @@ pub enum BrokerError {
     System(String),
     #[error("{0}")]
     IllegalOperation(String),
+    /// POP: the offset asked for is outside the queue, or there is nothing to pop.
+    #[error("{0}")]
+    NoMessage(String),
+    /// POP: too many pops parked on the queue or the broker.
+    #[error("{0}")]
+    PollingFull(String),
+    /// POP: the request came too late, or its poll time ended with nothing to pop.
+    #[error("{0}")]
+    PollingTimeout(String),
     /// No client of this consumer group is registered (Java's remark, the group inside).
     #[error("the consumer group[{0}] not online")]
     ConsumerNotOnline(String),
@@ -92,6 +101,9 @@ impl BrokerError {
             BrokerError::ConsumeMsgTimeout(_) => rc::CONSUME_MSG_TIMEOUT,
             BrokerError::System(_) => rc::SYSTEM_ERROR,
             BrokerError::IllegalOperation(_) => rc::ILLEGAL_OPERATION,
+            BrokerError::NoMessage(_) => rc::NO_MESSAGE,
+            BrokerError::PollingFull(_) => rc::POLLING_FULL,
+            BrokerError::PollingTimeout(_) => rc::POLLING_TIMEOUT,
             BrokerError::ConsumerNotOnline(_) | BrokerError::ConsumerNotOnlineToReset { .. } => {
                 rc::CONSUMER_NOT_ONLINE
             }

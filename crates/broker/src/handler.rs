@@ -16,8 +16,8 @@ use crate::shard::Shard;
 use crate::store::SegmentRange;
 use crate::{
     admin, admin_auth, admin_config, admin_conns, admin_groups, admin_offsets, admin_stats,
-    admin_store, clients, offsets, pull, query, relay, replicas, reply, retry, send, topic_delete,
-    transaction,
+    admin_store, assignment, clients, offsets, pop, pull, query, relay, replicas, reply, retry,
+    send, topic_delete, transaction,
 };
 use crate::{auth_gate, broker_stats, runtime_info};
 
@@ -85,6 +85,22 @@ impl BrokerHandler {
                 req::END_TRANSACTION => transaction::end::end_transaction(shard, &cmd)
                     .await
                     .map(|r| r.and_then(|c| encode_frame(&c))),
+                req::POP_MESSAGE => pop::pop_message::pop_message(shard, &cmd).await.map(Some),
+                req::PEEK_MESSAGE => pop::pop_message::peek_message(shard, &cmd).await.map(Some),
+                req::ACK_MESSAGE => frame(pop::ack::ack_message(shard, &cmd).await),
+                req::BATCH_ACK_MESSAGE => frame(pop::ack::batch_ack_message(shard, &cmd).await),
+                req::CHANGE_MESSAGE_INVISIBLETIME => {
+                    frame(pop::ack::change_invisible_time(shard, &cmd).await)
+                }
+                req::NOTIFICATION => frame(pop::notify::notification(shard, &cmd).await),
+                req::POLLING_INFO => frame(pop::notify::polling_info(shard, &cmd).await),
+                req::QUERY_ASSIGNMENT => frame(assignment::query_assignment(shard, &cmd).await),
+                req::SET_MESSAGE_REQUEST_MODE => {
+                    frame(assignment::set_message_request_mode(shard, &cmd).await)
+                }
+                req::GET_ALL_MESSAGE_REQUEST_MODE => {
+                    frame(assignment::all_message_request_modes(shard, &cmd).await)
+                }
                 req::CONSUMER_SEND_MSG_BACK => frame(retry::send_msg_back(shard, &cmd).await),
                 req::HEART_BEAT => frame(clients::heart_beat(shard, &conn, &cmd).await),
                 req::UNREGISTER_CLIENT => frame(clients::unregister_client(shard, &cmd).await),

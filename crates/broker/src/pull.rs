@@ -133,14 +133,14 @@ impl MsgFilter {
             .map_err(|err| BrokerError::SubscriptionParseFailed(format!("{e}: {err}")))
     }
 
-    fn accepts_unit(&self, tags_code: i64) -> bool {
+    pub(crate) fn accepts_unit(&self, tags_code: i64) -> bool {
         match self {
             MsgFilter::Tag(t) => t.accepts(tags_code),
             MsgFilter::Sql(_) => true,
         }
     }
 
-    fn needs_record(&self) -> bool {
+    pub(crate) fn needs_record(&self) -> bool {
         match self {
             MsgFilter::Tag(t) => t.needs_exact_check(),
             MsgFilter::Sql(_) => true,
@@ -503,7 +503,7 @@ fn lookup_uncounted(s: &Shard, q: &PullQuery) -> PullAnswer {
 
 /// Reads a candidate record's properties: the exact tag (ruling out a hash collision) or the
 /// SQL92 selector. An unreadable record is skipped, never sent.
-fn record_matches(
+pub(crate) fn record_matches(
     s: &Shard,
     filter: &MsgFilter,
     unit: crate::store::consume_queue::CqUnit,

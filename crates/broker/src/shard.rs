@@ -21,6 +21,7 @@ use crate::group_transfer::{GroupTransfer, SlaveAcks};
 use crate::long_poll::Waiter;
 use crate::metadata::topic_validator::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use crate::metadata::{Metadata, SubscriptionSnapshot, TopicSnapshot};
+use crate::pop::state::PopTables;
 use crate::protocol::msg_id::UniqKeyGenerator;
 use crate::remoting::ConnHandle;
 use crate::runtime::Mesh;
@@ -150,6 +151,14 @@ pub struct Shard {
     writer_wake_queued: Cell<bool>,
     /// SYNC_MASTER: this shard's sends waiting for slaves.
     group_transfer: GroupTransfer,
+    /// POP's state of the queues this shard owns (`broker::pop`).
+    pop: RefCell<PopTables>,
+    /// POP's state here is loaded (start-up or promotion replayed); until then pops and acks
+    /// of queues owned here wait on `pop_loaded`.
+    pop_ready: Cell<bool>,
+    pop_loaded: RefCell<Vec<Rc<Waiter>>>,
+    /// Pops parked by this shard's connections (bounded by `maxPopPollingSize` / shards).
+    pop_parked: Cell<usize>,
 }
 
 impl Shard {
@@ -211,6 +220,10 @@ impl Shard {
             last_dispatch_ts: Cell::new(0),
             writer_wake_queued: Cell::new(false),
             group_transfer: GroupTransfer::default(),
+            pop: RefCell::new(PopTables::default()),
+            pop_ready: Cell::new(false),
+            pop_loaded: RefCell::new(Vec::new()),
+            pop_parked: Cell::new(0),
             ctx,
         }
     }
@@ -360,6 +373,44 @@ impl Shard {
         }
         q.waiters.push(waiter);
         true
+    }
+
+    /// Parks a waiter on a queue unless `limit` waiters are parked there already (false).
+    pub fn park_with_limit(
+        &self,
+        topic: &str,
+        queue_id: u32,
+        waiter: Rc<Waiter>,
+        limit: usize,
+    ) -> bool {
+        let mut queues = self.queues.borrow_mut();
+        let Ok(q) = self.queue_entry(&mut queues, topic, queue_id) else {
+            return false;
+        };
+        q.waiters.retain(|w| !w.abandoned());
+        if q.waiters.len() >= limit {
+            return false;
+        }
+        q.waiters.push(waiter);
+        true
+    }
+
+    /// How many requests are parked on a queue.
+    pub fn parked_on(&self, topic: &str, queue_id: u32) -> usize {
+        let queues = self.read_queues();
+        queues
+            .get(&QueueKey(topic, queue_id))
+            .map_or(0, |q| q.waiters.iter().filter(|w| !w.abandoned()).count())
+    }
+
+    /// Wakes every request parked on a queue (an orderly queue's block ended).
+    pub fn wake_parked(&self, topic: &str, queue_id: u32) {
+        let mut queues = self.queues.borrow_mut();
+        if let Some(q) = queues.get_mut(&QueueKey(topic, queue_id)) {
+            for w in q.waiters.drain(..) {
+                w.notify();
+            }
+        }
     }
 
     /// Flushes every owned ConsumeQueue (shutdown and periodic). Returns the store timestamp up
@@ -541,6 +592,51 @@ impl Shard {
 
     pub fn transaction_mut(&self) -> RefMut<'_, Option<TransactionState>> {
         self.transaction.borrow_mut()
+    }
+
+    /// POP's state of the queues this shard owns.
+    pub fn pop(&self) -> Ref<'_, PopTables> {
+        self.pop.borrow()
+    }
+
+    pub fn pop_mut(&self) -> RefMut<'_, PopTables> {
+        self.pop.borrow_mut()
+    }
+
+    /// Waits until POP's state of this shard's queues is loaded.
+    pub async fn pop_loaded(&self) {
+        while !self.pop_ready.get() {
+            let w = Waiter::new();
+            self.pop_loaded.borrow_mut().push(w.clone());
+            w.notified().await;
+        }
+    }
+
+    /// Replaces POP's state (start-up, promotion) and releases the requests waiting for it;
+    /// `None` marks it unloaded (a slave's).
+    pub fn set_pop_state(&self, tables: Option<PopTables>) {
+        match tables {
+            Some(t) => {
+                *self.pop.borrow_mut() = t;
+                self.pop_ready.set(true);
+                for w in self.pop_loaded.borrow_mut().drain(..) {
+                    w.notify();
+                }
+            }
+            None => {
+                self.pop_ready.set(false);
+                *self.pop.borrow_mut() = PopTables::default();
+            }
+        }
+    }
+
+    pub fn pop_ready(&self) -> bool {
+        self.pop_ready.get()
+    }
+
+    /// Pops parked by this shard's connections.
+    pub fn pop_parked(&self) -> &Cell<usize> {
+        &self.pop_parked
     }
 
     /// The broker is shutting down: loops on this shard end.

@@ -328,6 +328,7 @@ async fn run_shard(i: usize, ctx: Arc<BrokerContext>, p: ShardParts) {
         runtime::spawn(crate::ha::group_transfer(shard.clone()));
     }
     crate::clean::start(&shard);
+    crate::pop::persist::start(&shard);
     if is_meta {
         topic_manager::topics_changed(&shard);
         runtime::spawn(crate::auth_gate::watch_plain_acl(shard.clone()));
@@ -535,6 +536,9 @@ async fn gather_progress(s0: &Rc<Shard>) -> Vec<(PathBuf, Vec<u8>)> {
     ];
     if let Some(t) = gather_timer(s0).await {
         files.push((timer::state::progress_path(root), t));
+    }
+    if let Some(p) = crate::pop::persist::gather(s0).await {
+        files.push((crate::pop::persist::path(root), p));
     }
     files
 }

@@ -13,6 +13,7 @@ pub mod common;
 pub mod constants;
 pub mod filter;
 
+pub mod assignment;
 pub mod batch;
 pub mod body;
 pub mod codes;

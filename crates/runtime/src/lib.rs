@@ -136,6 +136,11 @@ pub async fn sleep(d: Duration) {
 /// Runs a blocking closure on the executor's file-work thread (`Role::ShardFiles`,
 /// `Role::NamesrvFiles`: glommio's blocking pool), so the executor keeps serving (file
 /// creation, config persistence, fsync of small files).
+/// Lets the executor run other tasks if this one has had its share of the core.
+pub async fn yield_now() {
+    glommio::yield_if_needed().await
+}
+
 pub async fn spawn_blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
     glommio::executor().spawn_blocking(f).await
 }

@@ -13,6 +13,7 @@ mod brokers;
 mod groups;
 mod lists;
 mod messages;
+mod modes;
 mod output;
 mod topics;
 
@@ -90,6 +91,9 @@ pub enum AdminCmd {
     /// Create or update a subscription group.
     #[command(name = "updateSubGroup")]
     UpdateSubGroup(groups::UpdateSubGroupArgs),
+    /// Set how a consumer group reads a topic: PULL or POP.
+    #[command(name = "setConsumeMode")]
+    SetConsumeMode(modes::SetConsumeModeArgs),
     /// Delete a subscription group.
     #[command(name = "deleteSubGroup")]
     DeleteSubGroup(groups::DeleteSubGroupArgs),
@@ -260,6 +264,7 @@ pub fn run(args: AdminArgs) -> i32 {
         AdminCmd::UpdateTopicList(a) => lists::update_topic_list(&ctx, a),
         AdminCmd::UpdateSubGroupList(a) => lists::update_sub_group_list(&ctx, a),
         AdminCmd::DeleteSubGroup(a) => groups::delete_sub_group(&ctx, a),
+        AdminCmd::SetConsumeMode(a) => modes::set_consume_mode(&ctx, a),
         AdminCmd::ConsumerProgress(a) => groups::consumer_progress(&ctx, a),
         AdminCmd::ConsumerConnection(a) => groups::consumer_connection(&ctx, a),
         AdminCmd::ProducerConnection(a) => groups::producer_connection(&ctx, a),

@@ -21,6 +21,7 @@ pub mod keys;
 pub mod limits;
 pub mod local_address;
 pub mod metrics;
+pub mod pop;
 pub use ringmq_remoting::tls::settings as tls;
 pub mod transaction;
 
@@ -29,6 +30,7 @@ pub use controller_mode::ControllerModeConfig;
 pub use ha::{BrokerRole, HaConfig};
 pub use limits::Limits;
 pub use metrics::MetricsConfig;
+pub use pop::PopConfig;
 pub use tls::TlsSettings;
 pub use transaction::TransactionConfig;
 
@@ -75,6 +77,8 @@ pub struct BrokerConfig {
     pub limits: Limits,
     /// The transaction service (see `transaction`).
     pub transaction: TransactionConfig,
+    /// POP consumption (see `pop`).
+    pub pop: PopConfig,
     /// The broker's role in its replication group (see `ha`).
     pub ha: HaConfig,
     /// RocketMQ 5's controller mode (see `controller_mode`).
@@ -120,6 +124,7 @@ impl Default for BrokerConfig {
             pin_cores: true,
             limits: Limits::default(),
             transaction: TransactionConfig::default(),
+            pop: PopConfig::default(),
             ha: HaConfig::default(),
             controller_mode: ControllerModeConfig::default(),
             metrics: MetricsConfig::default(),
@@ -152,6 +157,9 @@ impl BrokerConfig {
             return done;
         }
         if let Some(done) = self.transaction.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.pop.set(key, value) {
             return done;
         }
         if let Some(done) = self.ha.set(key, value) {

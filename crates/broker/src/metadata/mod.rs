@@ -13,6 +13,9 @@ pub mod topic_attributes;
 pub mod topic_validator;
 
 use crate::config::BrokerConfig;
+use crate::protocol::assignment::{
+    MessageRequestMode, MessageRequestModeSerializeWrapper, SetMessageRequestModeRequestBody,
+};
 use topic_validator::TBW102;
 
 use crate::protocol::body::{
@@ -56,6 +59,9 @@ pub struct ConsumerGroupInfo {
     pub consume_from_where: Option<ConsumeFromWhere>,
 }
 
+/// Where SET_MESSAGE_REQUEST_MODE's modes are kept, under `config/`.
+const REQUEST_MODES_FILE: &str = "messageRequestMode.json";
+
 /// Queue identity used by the lock table.
 pub type MqKey = (String, String, i32);
 
@@ -69,6 +75,8 @@ pub struct Metadata {
     pub producers: HashMap<String, BTreeMap<String, ClientChannel>>,
     /// group -> queue -> (client id, last renewal ms)
     pub locks: HashMap<String, HashMap<MqKey, (String, i64)>>,
+    /// topic -> group -> how the group reads the topic (`messageRequestMode.json`).
+    pub request_modes: MessageRequestModeSerializeWrapper,
 }
 
 /// Advances a DataVersion the way RocketMQ's `nextVersion` does.
@@ -137,6 +145,7 @@ impl Metadata {
             consumers: HashMap::new(),
             producers: HashMap::new(),
             locks: HashMap::new(),
+            request_modes: read_with_bak(&dir.join(REQUEST_MODES_FILE)).unwrap_or_default(),
         };
         if cfg.auto_create_topic_enable && !m.topics.contains_key(TBW102) {
             let q = cfg.default_topic_queue_nums as i32;
@@ -160,6 +169,25 @@ impl Metadata {
             }
         }
         m
+    }
+
+    /// How `group` reads `topic`: as set, else Java's default (pull; pull on retry topics).
+    pub fn request_mode(&self, topic: &str, group: &str) -> SetMessageRequestModeRequestBody {
+        self.request_modes
+            .message_request_mode_map
+            .get(topic)
+            .and_then(|g| g.get(group))
+            .cloned()
+            .unwrap_or_else(|| SetMessageRequestModeRequestBody {
+                consumer_group: group.to_string(),
+                topic: topic.to_string(),
+                mode: MessageRequestMode::Pull,
+                pop_share_queue_num: 0,
+            })
+    }
+
+    pub fn request_modes_path(&self) -> PathBuf {
+        config_dir(&self.root).join(REQUEST_MODES_FILE)
     }
 
     pub fn topic_snapshot(&self) -> TopicSnapshot {
