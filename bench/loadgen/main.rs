@@ -14,6 +14,8 @@ mod lag;
 mod link;
 mod pacer;
 mod plot;
+mod pop;
+mod pop_latency;
 mod pull;
 mod record;
 mod route;
@@ -46,6 +48,15 @@ enum Mode {
     Oneway,
     /// Drain a backlog (optionally --prefill it first) with long-polling PULL_MESSAGE.
     Pull,
+    /// Drain a backlog (optionally --prefill it first) with POP_MESSAGE over every queue
+    /// (--pull-batch per pop, --inflight per connection), one BATCH_ACK per answer.
+    Pop,
+    /// --count rounds of a parked pop answered by a send: the time from the send to the pop's
+    /// answer.
+    PopWake,
+    /// --count messages popped with --invisible-ms and not acked: how late each comes back
+    /// past its invisible time.
+    PopRevive,
     /// Producer at --rate plus a long-polling consumer; latency = receipt - send time.
     E2e,
     /// A null broker on --listen that acknowledges every send (measures this generator).
@@ -137,6 +148,9 @@ struct Args {
     /// maxMsgNums of each pull.
     #[arg(long, default_value_t = 32)]
     pull_batch: i32,
+    /// POP modes: the invisible time of each pop, ms.
+    #[arg(long, default_value_t = 60_000)]
+    invisible_ms: i64,
     /// Consumer connections (pull mode uses --connections).
     #[arg(long, default_value_t = 1)]
     consumers: usize,
@@ -182,6 +196,9 @@ fn main() {
     }
     if args.mode == Mode::Plot {
         std::process::exit(run_plot(&args));
+    }
+    if matches!(args.mode, Mode::PopWake | Mode::PopRevive) {
+        std::process::exit(run_pop_latency(&args));
     }
     if args.mode == Mode::Sink {
         if let Err(e) = sink::serve(&args.listen) {
@@ -291,8 +308,11 @@ fn run(a: &Args) -> Result<Summary, String> {
     match a.mode {
         Mode::Send | Mode::Batch | Mode::Oneway => run_send(a, &target, &mut s)?,
         Mode::Pull => run_pull(a, &target, &mut s)?,
+        Mode::Pop => run_pop(a, &target, &mut s)?,
         Mode::E2e => run_e2e(a, &target, &mut s)?,
-        Mode::Sink | Mode::Plot => unreachable!("sink and plot are handled before run"),
+        Mode::Sink | Mode::Plot | Mode::PopWake | Mode::PopRevive => {
+            unreachable!("sink, plot and the pop probes are handled before run")
+        }
     }
     Ok(s)
 }
@@ -398,41 +418,47 @@ fn run_send(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     Ok(())
 }
 
+/// Stores --prefill messages with batch sends first (when asked); returns where each queue's
+/// backlog starts.
+fn prefill(a: &Args, t: &Target) -> Result<Vec<i64>, String> {
+    let timeout = Duration::from_secs_f64(a.timeout);
+    if a.prefill == 0 {
+        return route::queue_offsets(&t.broker, &a.topic, t.queues, true, timeout);
+    }
+    let offs = route::queue_offsets(&t.broker, &a.topic, t.queues, false, timeout)?;
+    let kind = match a.prefill_batch.unwrap_or(a.batch) {
+        1 => SendKind::Single,
+        b => SendKind::Batch(b),
+    };
+    let mut plan = send_plan(a, t, kind);
+    plan.inflight = a.inflight.max(16);
+    plan.rate = None;
+    let sh = Shared::new(Instant::now(), Some(a.prefill));
+    let d = Drive {
+        warmup: 0.0,
+        duration: None,
+        stop_at: None,
+        stall: None,
+        progress: (!a.quiet).then_some("prefill"),
+        follower: None,
+    };
+    d.run(&sh, || send::start(&plan, &sh), None)?;
+    if let Some(f) = sh.failure() {
+        return Err(format!("prefill failed: {f}"));
+    }
+    eprintln!(
+        "prefill: {} messages in {:.2} s ({:.0} msg/s), errors {}",
+        sh.ok_msgs.load(Relaxed),
+        sh.elapsed_s(),
+        sh.ok_msgs.load(Relaxed) as f64 / sh.elapsed_s().max(1e-9),
+        sh.error_total()
+    );
+    Ok(offs)
+}
+
 fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     let timeout = Duration::from_secs_f64(a.timeout);
-    let start_offsets = if a.prefill > 0 {
-        let offs = route::queue_offsets(&t.broker, &a.topic, t.queues, false, timeout)?;
-        let kind = match a.prefill_batch.unwrap_or(a.batch) {
-            1 => SendKind::Single,
-            b => SendKind::Batch(b),
-        };
-        let mut plan = send_plan(a, t, kind);
-        plan.inflight = a.inflight.max(16);
-        plan.rate = None;
-        let sh = Shared::new(Instant::now(), Some(a.prefill));
-        let d = Drive {
-            warmup: 0.0,
-            duration: None,
-            stop_at: None,
-            stall: None,
-            progress: (!a.quiet).then_some("prefill"),
-            follower: None,
-        };
-        d.run(&sh, || send::start(&plan, &sh), None)?;
-        if let Some(f) = sh.failure() {
-            return Err(format!("prefill failed: {f}"));
-        }
-        eprintln!(
-            "prefill: {} messages in {:.2} s ({:.0} msg/s), errors {}",
-            sh.ok_msgs.load(Relaxed),
-            sh.elapsed_s(),
-            sh.ok_msgs.load(Relaxed) as f64 / sh.elapsed_s().max(1e-9),
-            sh.error_total()
-        );
-        offs
-    } else {
-        route::queue_offsets(&t.broker, &a.topic, t.queues, true, timeout)?
-    };
+    let start_offsets = prefill(a, t)?;
     let target = a.count.or((a.prefill > 0).then_some(a.prefill));
     let sh = Shared::new(Instant::now(), None);
     let plan = PullPlan {
@@ -469,6 +495,82 @@ fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     s.inflight = start_offsets.len().div_ceil(s.connections.max(1));
     (s.broker_cpu_pct, s.client_cpu_pct, s.host_steal_pct) = cpu;
     Ok(())
+}
+
+/// Drains the backlog with pops of --pull-batch over every queue, each answer batch-acked.
+fn run_pop(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
+    let timeout = Duration::from_secs_f64(a.timeout);
+    prefill(a, t)?;
+    let target = a.count.or((a.prefill > 0).then_some(a.prefill));
+    let sh = Shared::new(Instant::now(), None);
+    let plan = pop::PopPlan {
+        broker: t.broker.clone(),
+        topic: a.topic.clone(),
+        group: a.group.clone(),
+        connections: a.connections,
+        inflight: a.inflight,
+        max_msgs: a.pull_batch,
+        poll_ms: a.poll_ms,
+        invisible_ms: a.invisible_ms,
+        timeout,
+    };
+    let d = Drive {
+        warmup: 0.0,
+        duration: if target.is_some() {
+            a.duration
+        } else {
+            duration_of(a)
+        },
+        stop_at: target,
+        stall: target.map(|_| timeout + Duration::from_millis(2 * a.poll_ms.max(0) as u64)),
+        progress: (!a.quiet).then_some("pop"),
+        follower: None,
+    };
+    let cpu = d.run(&sh, || pop::start(&plan, &sh), a.broker_pid)?;
+    s.fill_from(&sh);
+    (s.broker_cpu_pct, s.client_cpu_pct, s.host_steal_pct) = cpu;
+    Ok(())
+}
+
+/// pop-wake and pop-revive: one JSON line of percentiles (ms).
+fn run_pop_latency(a: &Args) -> i32 {
+    let timeout = Duration::from_secs_f64(a.timeout);
+    let count = a.count.unwrap_or(200);
+    let run = || -> Result<hdrhistogram::Histogram<u64>, String> {
+        let t = route::resolve(
+            a.namesrv.as_deref(),
+            a.broker.as_deref(),
+            &a.topic,
+            a.queues,
+            timeout,
+        )?;
+        match a.mode {
+            Mode::PopWake => pop_latency::wake(&t.broker, &a.topic, &a.group, count, timeout),
+            _ => pop_latency::revive(
+                &t.broker,
+                &a.topic,
+                &a.group,
+                count,
+                a.invisible_ms,
+                timeout,
+            ),
+        }
+    };
+    match run() {
+        Ok(h) => {
+            let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+            let line = serde_json::json!({
+                "mode": a_label(a.mode), "count": h.len(), "p50_ms": ms(0.5), "p90_ms": ms(0.9),
+                "p99_ms": ms(0.99), "max_ms": h.max() as f64 / 1000.0,
+            });
+            println!("{line}");
+            0
+        }
+        Err(e) => {
+            eprintln!("ringmq-bench: {e}");
+            1
+        }
+    }
 }
 
 fn run_e2e(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
@@ -554,6 +656,9 @@ fn a_label(m: Mode) -> &'static str {
         Mode::Batch => "batch",
         Mode::Oneway => "oneway",
         Mode::Pull => "pull",
+        Mode::Pop => "pop",
+        Mode::PopWake => "pop-wake",
+        Mode::PopRevive => "pop-revive",
         Mode::E2e => "e2e",
         Mode::Sink => "sink",
         Mode::Plot => "plot",

@@ -24,6 +24,7 @@ mod ha_slave;
 mod ha_sync;
 mod multi_shard;
 mod pop;
+mod pop_crash;
 mod reply_after_unit;
 mod retention;
 mod send_pull;

@@ -501,3 +501,53 @@ fn parked_orderly_pop_wakes_on_the_ack_that_ends_the_block() {
     assert_eq!((code, body.as_deref()), (0, Some("m1")));
     assert!(took < Duration::from_secs(9), "{took:?}");
 }
+
+/// One sample of the Prometheus text whose line holds every one of `parts`.
+fn sample(text: &str, name: &str, parts: &[&str]) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name) && parts.iter().all(|p| l.contains(p)))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+fn scrape(addr: std::net::SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// Messages in flight show as the group's `rocketmq_consumer_inflight_messages`, and a
+/// redelivery as `rocketmq_pop_revive_retry_messages_total`.
+#[test]
+fn pop_metrics_show_inflight_and_redeliveries() {
+    let b = RawBroker::start(&["metricsExporterType=PROM", "metricsPromExporterPort=0"]);
+    let mut c = Conn::connect(b.broker);
+    assert_eq!(c.call(create_topic_cmd("PopM", 1)).code, 0);
+    for i in 0..3 {
+        send(&mut c, "PopM", 0, &format!("m{i}"), "T");
+    }
+    let ms = popped(&c.call(pop_cmd("PopM", 0, 3, 1_000, 0)));
+    assert_eq!(ms.len(), 3);
+    ack(&mut c, &ms[0]);
+    let metrics = b.metrics.expect("metrics address");
+    let group = format!("consumer_group=\"{GROUP}\"");
+    let text = scrape(metrics);
+    let inflight = sample(
+        &text,
+        "rocketmq_consumer_inflight_messages{",
+        &[&group, "topic=\"PopM\""],
+    );
+    assert_eq!(inflight, Some(2.0), "{text}");
+    let back = pop_until(&mut c, "PopM", 2, 60_000, Duration::from_secs(10));
+    assert_eq!(back.len(), 2);
+    let text = scrape(metrics);
+    let retried = sample(
+        &text,
+        "rocketmq_pop_revive_retry_messages_total{",
+        &[&group, "topic=\"PopM\""],
+    );
+    assert_eq!(retried, Some(2.0), "{text}");
+}

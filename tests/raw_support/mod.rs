@@ -22,6 +22,8 @@ pub struct RawBroker {
     pub broker: SocketAddr,
     /// The HA port slaves connect to (a master's).
     pub ha: Option<SocketAddr>,
+    /// The Prometheus endpoint, with `metricsExporterType=PROM` (port 0 lets the OS choose).
+    pub metrics: Option<SocketAddr>,
     pub dir: tempfile::TempDir,
 }
 
@@ -121,7 +123,13 @@ impl RawBroker {
         let mut ha = None;
         // A master prints its HA address right after its broker address; a slave has none.
         let slave = opts.contains(&"brokerRole=SLAVE");
-        while namesrv.is_none() || broker.is_none() || (ha.is_none() && !slave) {
+        let prom = opts.contains(&"metricsExporterType=PROM");
+        let mut metrics = None;
+        while namesrv.is_none()
+            || broker.is_none()
+            || (ha.is_none() && !slave)
+            || (metrics.is_none() && prom)
+        {
             let line = lines
                 .next()
                 .expect("ringmq exited before printing its addresses")
@@ -132,6 +140,12 @@ impl RawBroker {
                 broker = Some(a.trim().parse().expect("broker addr"));
             } else if let Some(a) = line.strip_prefix("ha listening on ") {
                 ha = Some(a.trim().parse().expect("ha addr"));
+            } else if let Some(a) = line.strip_prefix("metrics listening on http://") {
+                metrics = Some(
+                    a.trim_end_matches("/metrics")
+                        .parse()
+                        .expect("metrics addr"),
+                );
             }
         }
         // The lines after these (the metrics endpoint's, say) must find the pipe open: a print
@@ -142,6 +156,7 @@ impl RawBroker {
             namesrv: namesrv.unwrap(),
             broker: broker.unwrap(),
             ha,
+            metrics,
             dir,
         }
     }
@@ -240,6 +255,29 @@ impl Conn {
     pub fn read_lenient(&mut self) -> bool {
         let mut chunk = [0u8; 4096];
         matches!(self.stream.read(&mut chunk), Ok(n) if n > 0)
+    }
+
+    /// As `call`, but `None` instead of a panic when the connection breaks (the broker died).
+    pub fn try_call(&mut self, mut cmd: RemotingCommand) -> Option<RemotingCommand> {
+        self.opaque += 1;
+        cmd.opaque = self.opaque;
+        let mut b = BytesMut::new();
+        cmd.encode(&mut b).ok()?;
+        self.stream.write_all(&b).ok()?;
+        let mut chunk = [0u8; 65536];
+        loop {
+            if let Some(f) = split_frame(&mut self.buf, 64 << 20).ok()? {
+                let r = RemotingCommand::decode(f).ok()?;
+                if r.is_response() && r.opaque == self.opaque {
+                    return Some(r);
+                }
+                continue;
+            }
+            match self.stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
     }
 
     /// Sends and waits for the response with the same opaque (skipping server requests).

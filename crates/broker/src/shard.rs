@@ -159,6 +159,10 @@ pub struct Shard {
     pop_loaded: RefCell<Vec<Rc<Waiter>>>,
     /// Pops parked by this shard's connections (bounded by `maxPopPollingSize` / shards).
     pop_parked: Cell<usize>,
+    /// POP changes written and not yet applied to `pop` (acks, redeliveries), and whether a
+    /// snapshot is being taken (new ones wait): see `pop::persist`.
+    pop_pending: Cell<usize>,
+    pop_barrier: Cell<bool>,
 }
 
 impl Shard {
@@ -224,6 +228,8 @@ impl Shard {
             pop_ready: Cell::new(false),
             pop_loaded: RefCell::new(Vec::new()),
             pop_parked: Cell::new(0),
+            pop_pending: Cell::new(0),
+            pop_barrier: Cell::new(false),
             ctx,
         }
     }
@@ -634,6 +640,33 @@ impl Shard {
         self.pop_ready.get()
     }
 
+    /// Starts a POP change that is written before it is applied; waits while a snapshot is
+    /// being taken. The change is pending until the returned guard drops.
+    pub async fn pop_change(&self) -> PopChange<'_> {
+        while self.pop_barrier.get() {
+            crate::runtime::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        self.pop_pending.set(self.pop_pending.get() + 1);
+        PopChange(&self.pop_pending)
+    }
+
+    /// Runs `f` over the POP tables once no change is between its write and its application:
+    /// new changes wait meanwhile. `None` when changes did not drain within `wait`.
+    pub async fn pop_quiesced<R>(
+        &self,
+        wait: std::time::Duration,
+        f: impl FnOnce(&PopTables) -> R,
+    ) -> Option<R> {
+        self.pop_barrier.set(true);
+        let deadline = std::time::Instant::now() + wait;
+        while self.pop_pending.get() > 0 && std::time::Instant::now() < deadline {
+            crate::runtime::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let out = (self.pop_pending.get() == 0).then(|| f(&self.pop.borrow()));
+        self.pop_barrier.set(false);
+        out
+    }
+
     /// Pops parked by this shard's connections.
     pub fn pop_parked(&self) -> &Cell<usize> {
         &self.pop_parked
@@ -660,6 +693,15 @@ impl Shard {
 }
 
 pub type ShardRc = Rc<Shard>;
+
+/// A POP change between its write and its application (`Shard::pop_change`).
+pub struct PopChange<'a>(&'a Cell<usize>);
+
+impl Drop for PopChange<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}
 
 impl CompletionTarget for Shard {
     fn shard_id(&self) -> usize {

@@ -158,6 +158,8 @@ pub struct ShardFigures {
     /// Messages sent back for retry (CONSUMER_SEND_MSG_BACK), by `topic@group` (Java's
     /// SNDBCK_PUT_NUMS key).
     pub send_back: HashMap<Box<str>, u64>,
+    /// POP messages redelivered to their retry topic, by `topic@group` (the topic popped).
+    pub pop_retried: HashMap<Box<str>, u64>,
     /// Transaction decisions by the half message's topic: (commits, rollbacks).
     pub decisions: HashMap<Box<str>, (u64, u64)>,
     /// Half messages by real topic counted otherwise than by the sends and decisions above:
@@ -269,6 +271,16 @@ pub fn sent_back(topic_at_group: &str) {
     with(|f| {
         if let Some(n) = entry(&mut f.send_back, &mut f.dropped, topic_at_group) {
             *n += 1;
+        }
+    })
+}
+
+/// `n` popped messages of `topic_at_group` (`topic@group`) passed their invisible time
+/// un-acked and were stored again in the group's retry topic.
+pub fn pop_retried(topic_at_group: &str, n: u64) {
+    with(|f| {
+        if let Some(c) = entry(&mut f.pop_retried, &mut f.dropped, topic_at_group) {
+            *c += n;
         }
     })
 }

@@ -59,6 +59,8 @@ pub struct Snapshot {
     pub rpc: BTreeMap<RpcKey, Hist>,
     pub dlq: BTreeMap<String, u64>,
     pub send_back: BTreeMap<String, u64>,
+    /// POP redeliveries by `topic@group`.
+    pub pop_retried: BTreeMap<String, u64>,
     pub decisions: BTreeMap<String, (u64, u64)>,
     pub half_adjust: BTreeMap<String, i64>,
     /// (group, topic) -> lag.
@@ -110,6 +112,9 @@ impl Snapshot {
         }
         for (k, v) in o.dlq {
             *self.dlq.entry(k).or_default() += v;
+        }
+        for (k, v) in o.pop_retried {
+            *self.pop_retried.entry(k).or_default() += v;
         }
         for (k, v) in o.send_back {
             *self.send_back.entry(k).or_default() += v;
@@ -256,6 +261,19 @@ fn lag_of(s: &Shard) -> BTreeMap<(String, String), Lag> {
         }
         out.insert((group, topic), lag);
     }
+    // POP groups: the consumer offset is already past what is in flight (Java's POP lag is
+    // the messages not popped plus those in flight).
+    for (key, q) in s.pop().iter() {
+        let lag = out
+            .entry((key.group.clone(), key.topic.clone()))
+            .or_default();
+        let n = q.inflight_len() as u64
+            + q.order
+                .as_ref()
+                .map_or(0, |b| (b.offsets.len() - b.acked.len()) as u64);
+        lag.inflight += n;
+        lag.messages += n;
+    }
     out
 }
 
@@ -309,6 +327,11 @@ pub fn shard_snapshot(s: &Shard, full: bool) -> Snapshot {
         dlq: f.dlq.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         send_back: f
             .send_back
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        pop_retried: f
+            .pop_retried
             .iter()
             .map(|(k, v)| (k.to_string(), *v))
             .collect(),

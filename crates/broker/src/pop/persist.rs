@@ -4,10 +4,14 @@
 //! at start-up on the state queue's owner and again whenever the broker becomes a master
 //! (controller mode); while it runs, and on a slave, POP requests reaching an owner wait for it.
 //!
-//! Why a snapshot with offset X is enough: every change is made in the tables before its record
-//! is handed to the writer, and X is read before any shard's tables are gathered, so the tables
-//! hold the effect of every record below X; the records from X on are replayed, and replaying a
-//! record whose effect the tables already hold changes nothing (`state::PopTables::apply`).
+//! Why a snapshot with offset X is enough: X is read before any shard's tables are gathered, and
+//! the tables hold the effect of every record below X. Changes that add (pops, changes of
+//! invisible time, orderly blocks) are made in the tables before their record is written;
+//! changes that remove (acks, redeliveries) after it, so a snapshot never lacks a message whose
+//! removal the log may not hold; and a shard's tables are taken only when none of its removals
+//! is between its write and its application (`Shard::pop_quiesced`). The records from X on are
+//! replayed, and replaying a record whose effect the tables already hold changes nothing
+//! (`state::PopTables::apply`).
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -22,6 +26,9 @@ use crate::shard::{owner_of, Shard};
 
 use super::state::{PopTables, QueueSnapshot, StateRecord};
 use super::{POP_STATE_QUEUE, POP_STATE_TOPIC};
+
+/// How long a snapshot waits for a shard's written, unapplied changes to be applied.
+const QUIESCE_WAIT: Duration = Duration::from_millis(200);
 
 /// How often the owner of the state queue looks at the broker's role.
 const ROLE_CHECK: Duration = Duration::from_millis(200);
@@ -166,10 +173,12 @@ pub async fn gather(s0: &Rc<Shard>) -> Option<Vec<u8>> {
     for i in 0..s0.mesh.len() {
         let part = s0
             .mesh
-            .call(
-                i,
-                |s| async move { s.pop_ready().then(|| s.pop().snapshot()) },
-            )
+            .call(i, |s| async move {
+                if !s.pop_ready() {
+                    return None;
+                }
+                s.pop_quiesced(QUIESCE_WAIT, |t| t.snapshot()).await
+            })
             .await
             .ok()??;
         queues.extend(part);

@@ -149,7 +149,7 @@ fn start_offset(
     match (q.committed, committed) {
         (Some(mine), Some(c)) if mine != c => q.next = u64::try_from(c).unwrap_or(0),
         (None, Some(c)) => q.next = q.next.max(u64::try_from(c).unwrap_or(0)),
-        (None, None) if q.next == 0 && q.inflight.is_empty() && q.order.is_none() => {
+        (None, None) if q.next == 0 && q.inflight_len() == 0 && q.order.is_none() => {
             q.next = init_offset(s, key, (min, max), init_mode);
             init = Some(q.next);
         }
@@ -342,33 +342,43 @@ fn reread(s: &Shard, key: &PopKey, b: &OrderBlock) -> Vec<PoppedMsg> {
 }
 
 /// Acks messages of one queue, each with the pop time of its handle; what matches nothing in
-/// flight (acked before, redelivered, another pop's) is left alone. Returns how many applied.
+/// flight (acked before, redelivered, another pop's) is left alone. The record is stored before
+/// the tables change, so a snapshot never holds an ack the log may not. Returns how many
+/// applied.
 pub async fn ack(s: Rc<Shard>, key: PopKey, acks: Vec<(u64, i64)>) -> Result<usize, BrokerError> {
     loaded(&s).await?;
+    let _change = s.pop_change().await;
     let mut by_pop: std::collections::BTreeMap<i64, Vec<u64>> = Default::default();
     {
-        let mut tables = s.pop_mut();
+        let tables = s.pop();
         for (offset, pop_time) in acks {
-            if tables.ack(&key, offset, pop_time) {
+            if tables.holds(&key, offset, pop_time) {
                 by_pop.entry(pop_time).or_default().push(offset);
             }
         }
     }
-    let applied = by_pop.values().map(Vec::len).sum();
     let records: Vec<StateRecord> = by_pop
-        .into_iter()
+        .iter()
         .map(|(pop_time, offsets)| StateRecord::Ack {
             key: key.clone(),
-            pop_time,
-            offsets,
+            pop_time: *pop_time,
+            offsets: offsets.clone(),
         })
         .collect();
     write_state(&s, &records).await?;
+    let mut tables = s.pop_mut();
+    let mut applied = 0;
+    for (pop_time, offsets) in by_pop {
+        applied += offsets
+            .iter()
+            .filter(|o| tables.ack(&key, **o, pop_time))
+            .count();
+    }
     Ok(applied)
 }
 
-/// Acks one message of an orderly block; the consumer offset moves over the acked run, and a
-/// block all acked unblocks the queue (parked pops are woken).
+/// Acks one message of an orderly block (its record stored first); the consumer offset moves
+/// over the acked run, and a block all acked unblocks the queue (parked pops are woken).
 pub async fn ack_orderly(
     s: Rc<Shard>,
     key: PopKey,
@@ -376,25 +386,28 @@ pub async fn ack_orderly(
     pop_time: i64,
 ) -> Result<bool, BrokerError> {
     loaded(&s).await?;
-    let block = {
-        let mut tables = s.pop_mut();
-        let Some(mut b) = tables.queue(&key).and_then(|q| q.order.clone()) else {
-            return Ok(false);
-        };
-        if b.pop_time != pop_time || !b.offsets.contains(&offset) || !b.acked.insert(offset) {
-            return Ok(false);
-        }
-        tables.set_order(&key, Some(b.clone()));
-        b
+    let matches = s
+        .pop()
+        .queue(&key)
+        .and_then(|q| q.order.as_ref())
+        .is_some_and(|b| {
+            b.pop_time == pop_time && b.offsets.contains(&offset) && !b.acked.contains(&offset)
+        });
+    if !matches {
+        return Ok(false);
+    }
+    let change = s.pop_change().await;
+    let record = StateRecord::OrderAck {
+        key: key.clone(),
+        pop_time,
+        offset,
     };
-    write_state(
-        &s,
-        &[StateRecord::Order {
-            key: key.clone(),
-            block: Some(block.clone()),
-        }],
-    )
-    .await?;
+    write_state(&s, &[record]).await?;
+    let block = s.pop_mut().ack_order(&key, offset, pop_time);
+    drop(change);
+    let Some(block) = block else {
+        return Ok(false);
+    };
     if let Some(point) = block.commit_point() {
         commit(&s, &key, point);
         s.pop_mut().queue_mut(&key).next = point;

@@ -21,7 +21,7 @@ use crate::shard::Shard;
 use crate::topic_manager::ensure_topic;
 use crate::writer::AppendRecord;
 
-use super::state::{Due, Inflight, PopKey, StateRecord};
+use super::state::{Due, PopKey, StateRecord};
 
 /// The longest the loop sleeps: a deadline is met within this.
 const TICK: Duration = Duration::from_millis(50);
@@ -64,16 +64,22 @@ async fn turn(shard: &Rc<Shard>) {
         by_key.entry(d.key.clone()).or_default().push(d);
     }
     for (key, items) in by_key {
-        if let Err(e) = revive_queue(shard, &key, &items).await {
-            tracing::warn!(group = %key.group, topic = %key.topic, queue = key.queue_id, error = %e,
-                "redelivery to the retry topic failed; will retry");
-            let mut tables = shard.pop_mut();
-            for d in &items {
-                let later = Inflight {
-                    pop_time: d.inflight.pop_time,
-                    invisible_time: (now_ms() - d.inflight.pop_time) + RETRY_BACKOFF_MS,
-                };
-                tables.popped(&key, later.pop_time, later.invisible_time, 0, &[d.offset]);
+        let _change = shard.pop_change().await;
+        let result = revive_queue(shard, &key, &items).await;
+        let mut tables = shard.pop_mut();
+        match result {
+            Ok(()) => {
+                for d in &items {
+                    tables.revived(&key, d.offset, d.inflight.pop_time);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(group = %key.group, topic = %key.topic, queue = key.queue_id, error = %e,
+                    "redelivery to the retry topic failed; will retry");
+                let later = now_ms() + RETRY_BACKOFF_MS;
+                for d in &items {
+                    tables.retry_later(&key, d.offset, d.inflight.pop_time, later);
+                }
             }
         }
     }
@@ -107,6 +113,10 @@ async fn revive_queue(shard: &Rc<Shard>, key: &PopKey, items: &[Due]) -> Result<
         records.push(super::state_append_record(shard, &state)?);
     }
     append(shard, records, true).await?;
+    crate::metrics::record::pop_retried(
+        &format!("{}@{}", key.topic, key.group),
+        items.len() as u64,
+    );
     tracing::debug!(group = %key.group, topic = %key.topic, queue = key.queue_id, n = items.len(), "redelivered to {retry_topic}");
     Ok(())
 }

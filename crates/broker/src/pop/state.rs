@@ -5,7 +5,7 @@
 //! shard appends to the commit log, and [`PopTables::apply`] replays those records at start-up
 //! (idempotently, so a snapshot taken while records were being written may be replayed over).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
@@ -71,6 +71,21 @@ impl OrderBlock {
     }
 }
 
+/// A message in flight as the tables hold it: its pop, and the batch of the deadline index
+/// it is due in.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    at: Inflight,
+    batch: BatchSlot,
+}
+
+/// Where a batch sits in the deadline index: its deadline and its number.
+type BatchSlot = (i64, u64);
+
+/// The batch of a message taken for redelivery and not yet stored again: it stays in flight
+/// (and in snapshots) until its retry is stored.
+const REVIVING: BatchSlot = (i64::MIN, 0);
+
 /// One queue's POP state for one group.
 #[derive(Clone, Debug, Default)]
 pub struct PopQueue {
@@ -79,8 +94,15 @@ pub struct PopQueue {
     /// The consumer offset this state last committed; another value in the offset table means
     /// someone reset it, and pops follow.
     pub committed: Option<i64>,
-    pub inflight: BTreeMap<u64, Inflight>,
+    inflight: BTreeMap<u64, Held>,
     pub order: Option<OrderBlock>,
+}
+
+impl PopQueue {
+    /// Messages of this queue in flight.
+    pub fn inflight_len(&self) -> usize {
+        self.inflight.len()
+    }
 }
 
 /// What the commit log keeps of POP: each record is one change, applied on replay.
@@ -125,7 +147,17 @@ pub enum StateRecord {
         #[serde(rename = "it")]
         invisible_time: i64,
     },
-    /// An orderly queue's block as it now stands (after a pop, an ack or a change).
+    /// An ack of one message of an orderly block popped at `pop_time`.
+    #[serde(rename = "oack")]
+    OrderAck {
+        #[serde(flatten)]
+        key: PopKey,
+        #[serde(rename = "pt")]
+        pop_time: i64,
+        #[serde(rename = "o")]
+        offset: u64,
+    },
+    /// An orderly queue's block as it now stands (after a pop or a change).
     #[serde(rename = "ord")]
     Order {
         #[serde(flatten)]
@@ -141,6 +173,7 @@ impl StateRecord {
             StateRecord::Pop { key, .. }
             | StateRecord::Ack { key, .. }
             | StateRecord::Change { key, .. }
+            | StateRecord::OrderAck { key, .. }
             | StateRecord::Order { key, .. } => key,
         }
     }
@@ -154,16 +187,27 @@ pub struct Due {
     pub inflight: Inflight,
 }
 
-/// An entry of the deadline index: a non-orderly message, or an orderly queue's block.
-type DeadlineKey = (i64, Rc<PopKey>, Option<u64>);
+/// The messages one pop (or one change of invisible time) put in flight with one deadline; an
+/// offset acked or changed since is skipped when the batch comes due (its `Held` names another
+/// batch or is gone), and a batch whose every message left is removed at once.
+#[derive(Debug)]
+struct Batch {
+    key: Rc<PopKey>,
+    offsets: Vec<u64>,
+    live: usize,
+}
 
-/// Every queue's POP state on one shard, with the deadline index the revive loop reads.
+/// Every queue's POP state on one shard, with the deadline index the redelivery loop reads: one
+/// entry per pop rather than per message, keyed by numbers (no key strings compared).
 #[derive(Default)]
 pub struct PopTables {
-    queues: HashMap<Rc<PopKey>, PopQueue>,
-    deadlines: BTreeSet<DeadlineKey>,
+    queues: hashbrown::HashMap<Rc<PopKey>, PopQueue>,
+    batches: BTreeMap<BatchSlot, Batch>,
+    next_batch: u64,
+    /// Orderly queues' blocks by deadline.
+    blocks: BTreeSet<(i64, Rc<PopKey>)>,
     /// Messages in flight per group, bounded by `popInflightMessageThreshold`.
-    per_group: HashMap<String, usize>,
+    per_group: hashbrown::HashMap<String, usize>,
 }
 
 impl PopTables {
@@ -195,6 +239,29 @@ impl PopTables {
         self.queues.iter().map(|(k, q)| (&**k, q))
     }
 
+    /// A new batch of the deadline index (empty; `popped` and `change` fill it).
+    fn open_batch(&mut self, key: Rc<PopKey>, deadline: i64) -> BatchSlot {
+        self.next_batch += 1;
+        let slot = (deadline, self.next_batch);
+        let batch = Batch {
+            key,
+            offsets: Vec::new(),
+            live: 0,
+        };
+        self.batches.insert(slot, batch);
+        slot
+    }
+
+    /// One message of `slot` left the flight (acked, changed, replaced).
+    fn leave(&mut self, slot: BatchSlot) {
+        if let Some(b) = self.batches.get_mut(&slot) {
+            b.live -= 1;
+            if b.live == 0 {
+                self.batches.remove(&slot);
+            }
+        }
+    }
+
     /// Records a pop of `offsets` at `pop_time`: each in flight until `pop_time + invisible`;
     /// the pop offset moves to `next` (never back).
     pub fn popped(
@@ -208,46 +275,106 @@ impl PopTables {
         let q = self.queue_mut(key);
         q.next = q.next.max(next);
         let k = self.shared_key(key).expect("created by queue_mut");
-        let inflight = Inflight {
+        let at = Inflight {
             pop_time,
             invisible_time: invisible,
         };
+        let slot = self.open_batch(k.clone(), at.deadline());
+        let mut taken = Vec::with_capacity(offsets.len());
+        let mut replaced = Vec::new();
+        let mut added = 0;
+        let q = self.queues.get_mut(&k).expect("present");
         for &o in offsets {
-            let q = self.queues.get_mut(&k).expect("present");
+            let held = Held { at, batch: slot };
             match q.inflight.get(&o).copied() {
                 // A replayed pop older than what the tables already hold changes nothing.
-                Some(old) if old.pop_time >= pop_time => continue,
-                Some(old) => {
-                    q.inflight.insert(o, inflight);
-                    self.deadlines.remove(&(old.deadline(), k.clone(), Some(o)));
-                }
-                None => {
-                    q.inflight.insert(o, inflight);
-                    *self.per_group.entry(key.group.clone()).or_default() += 1;
-                }
+                Some(old) if old.at.pop_time >= pop_time => continue,
+                Some(old) => replaced.push(old.batch),
+                None => added += 1,
             }
-            self.deadlines
-                .insert((inflight.deadline(), k.clone(), Some(o)));
+            q.inflight.insert(o, held);
+            taken.push(o);
+        }
+        for old in replaced {
+            self.leave(old);
+        }
+        if taken.is_empty() {
+            self.batches.remove(&slot);
+        } else if let Some(b) = self.batches.get_mut(&slot) {
+            b.live = taken.len();
+            b.offsets = taken;
+        }
+        if added > 0 {
+            *self.per_group.entry(key.group.clone()).or_default() += added;
         }
     }
 
     /// Acks the message at `offset` popped at `pop_time`; false when no such pop is in flight
     /// (acked before, redelivered already, or the handle is of another pop).
     pub fn ack(&mut self, key: &PopKey, offset: u64, pop_time: i64) -> bool {
-        let Some(k) = self.shared_key(key) else {
+        let Some(q) = self.queues.get_mut(key) else {
             return false;
         };
-        let q = self.queues.get_mut(&k).expect("present");
         match q.inflight.get(&offset) {
-            Some(i) if i.pop_time == pop_time => {
-                let i = *i;
+            Some(h) if h.at.pop_time == pop_time => {
+                let slot = h.batch;
                 q.inflight.remove(&offset);
-                self.deadlines.remove(&(i.deadline(), k, Some(offset)));
+                self.leave(slot);
                 self.release(&key.group, 1);
                 true
             }
             _ => false,
         }
+    }
+
+    /// Whether the message at `offset` popped at `pop_time` is in flight (an ack of it would
+    /// apply); acks are written before they are applied, so removals reach a snapshot only once
+    /// their record is stored.
+    pub fn holds(&self, key: &PopKey, offset: u64, pop_time: i64) -> bool {
+        self.queue(key)
+            .and_then(|q| q.inflight.get(&offset))
+            .is_some_and(|h| h.at.pop_time == pop_time)
+    }
+
+    /// A message taken for redelivery is stored again: it leaves the flight.
+    pub fn revived(&mut self, key: &PopKey, offset: u64, pop_time: i64) {
+        let Some(q) = self.queues.get_mut(key) else {
+            return;
+        };
+        if q.inflight
+            .get(&offset)
+            .is_some_and(|h| h.batch == REVIVING && h.at.pop_time == pop_time)
+        {
+            q.inflight.remove(&offset);
+            self.release(&key.group, 1);
+        }
+    }
+
+    /// A redelivery failed: the message comes due again at `deadline`, with its pop time kept
+    /// (its handle still acks it).
+    pub fn retry_later(&mut self, key: &PopKey, offset: u64, pop_time: i64, deadline: i64) {
+        let Some(k) = self.shared_key(key) else {
+            return;
+        };
+        let reviving = self
+            .queues
+            .get(&k)
+            .and_then(|q| q.inflight.get(&offset))
+            .is_some_and(|h| h.batch == REVIVING && h.at.pop_time == pop_time);
+        if !reviving {
+            return;
+        }
+        let slot = self.open_batch(k.clone(), deadline);
+        if let Some(b) = self.batches.get_mut(&slot) {
+            b.offsets.push(offset);
+            b.live = 1;
+        }
+        let at = Inflight {
+            pop_time,
+            invisible_time: deadline - pop_time,
+        };
+        let q = self.queues.get_mut(&k).expect("present");
+        q.inflight.insert(offset, Held { at, batch: slot });
     }
 
     fn release(&mut self, group: &str, n: usize) {
@@ -265,18 +392,25 @@ impl PopTables {
         let Some(k) = self.shared_key(key) else {
             return false;
         };
-        let q = self.queues.get_mut(&k).expect("present");
-        match q.inflight.get_mut(&offset) {
-            Some(i) if i.pop_time == pop_time => {
-                let old = *i;
-                *i = new;
-                self.deadlines
-                    .remove(&(old.deadline(), k.clone(), Some(offset)));
-                self.deadlines.insert((new.deadline(), k, Some(offset)));
-                true
-            }
-            _ => false,
+        let old = match self.queues.get(&k).and_then(|q| q.inflight.get(&offset)) {
+            Some(h) if h.at.pop_time == pop_time => h.batch,
+            _ => return false,
+        };
+        self.leave(old);
+        let slot = self.open_batch(k.clone(), new.deadline());
+        if let Some(b) = self.batches.get_mut(&slot) {
+            b.offsets.push(offset);
+            b.live = 1;
         }
+        let q = self.queues.get_mut(&k).expect("present");
+        q.inflight.insert(
+            offset,
+            Held {
+                at: new,
+                batch: slot,
+            },
+        );
+        true
     }
 
     /// Sets (or clears) an orderly queue's block, keeping the deadline index in step.
@@ -285,48 +419,72 @@ impl PopTables {
         let old = std::mem::replace(&mut q.order, block.clone());
         let k = self.shared_key(key).expect("created by queue_mut");
         if let Some(old) = old {
-            self.deadlines.remove(&(old.deadline(), k.clone(), None));
+            self.blocks.remove(&(old.deadline(), k.clone()));
         }
         if let Some(b) = block {
             if !b.all_acked() {
-                self.deadlines.insert((b.deadline(), k, None));
+                self.blocks.insert((b.deadline(), k));
             }
         }
+    }
+
+    /// Acks one message of an orderly block; returns the block as it now stands, `None` when
+    /// the ack matches nothing (another pop's handle, an offset not in the block).
+    pub fn ack_order(&mut self, key: &PopKey, offset: u64, pop_time: i64) -> Option<OrderBlock> {
+        let mut b = self.queue(key)?.order.clone()?;
+        if b.pop_time != pop_time || !b.offsets.contains(&offset) {
+            return None;
+        }
+        b.acked.insert(offset);
+        self.set_order(key, Some(b.clone()));
+        Some(b)
     }
 
     /// The earliest deadline in the index, if any.
     pub fn next_deadline(&self) -> Option<i64> {
-        self.deadlines.first().map(|d| d.0)
+        let batch = self.batches.first_key_value().map(|(s, _)| s.0);
+        let block = self.blocks.first().map(|b| b.0);
+        match (batch, block) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// Takes up to `max` entries whose deadline is at or before `now`: messages to redeliver
-    /// (removed from the tables) and orderly queues whose block ended (their parked pops are
-    /// to be woken).
+    /// Takes the messages whose deadline is at or before `now`, to be redelivered (whole pops,
+    /// at least `max` messages when that many are due); they stay in flight, marked, until
+    /// `revived` or `retry_later`. Also the orderly queues whose block ended (their parked pops
+    /// are to be woken).
     pub fn take_due(&mut self, now: i64, max: usize) -> (Vec<Due>, Vec<Rc<PopKey>>) {
         let mut due = Vec::new();
-        let mut unblocked = Vec::new();
-        while due.len() + unblocked.len() < max {
-            let Some(first) = self.deadlines.first().cloned() else {
+        while due.len() < max {
+            let Some(entry) = self.batches.first_entry() else {
                 break;
             };
+            if entry.key().0 > now {
+                break;
+            }
+            let (slot, batch) = entry.remove_entry();
+            let Some(q) = self.queues.get_mut(&batch.key) else {
+                continue;
+            };
+            for o in batch.offsets {
+                if let Some(h) = q.inflight.get_mut(&o).filter(|h| h.batch == slot) {
+                    h.batch = REVIVING;
+                    due.push(Due {
+                        key: batch.key.clone(),
+                        offset: o,
+                        inflight: h.at,
+                    });
+                }
+            }
+        }
+        let mut unblocked = Vec::new();
+        while let Some(first) = self.blocks.first().cloned() {
             if first.0 > now {
                 break;
             }
-            self.deadlines.remove(&first);
-            let (_, key, offset) = first;
-            let Some(offset) = offset else {
-                unblocked.push(key);
-                continue;
-            };
-            let q = self.queues.get_mut(&key).expect("indexed queues exist");
-            if let Some(inflight) = q.inflight.remove(&offset) {
-                self.release(&key.group, 1);
-                due.push(Due {
-                    key,
-                    offset,
-                    inflight,
-                });
-            }
+            self.blocks.remove(&first);
+            unblocked.push(first.1);
         }
         (due, unblocked)
     }
@@ -364,6 +522,13 @@ impl PopTables {
                 };
                 self.change(key, *offset, *pop_time, new);
             }
+            StateRecord::OrderAck {
+                key,
+                pop_time,
+                offset,
+            } => {
+                self.ack_order(key, *offset, *pop_time);
+            }
             StateRecord::Order { key, block } => {
                 let newer = match (self.queue(key).and_then(|q| q.order.as_ref()), block) {
                     (Some(old), Some(b)) => b.pop_time >= old.pop_time,
@@ -387,7 +552,7 @@ impl PopTables {
                 inflight: q
                     .inflight
                     .iter()
-                    .map(|(o, i)| (*o, i.pop_time, i.invisible_time))
+                    .map(|(o, h)| (*o, h.at.pop_time, h.at.invisible_time))
                     .collect(),
                 order: q.order.clone(),
             })
@@ -398,8 +563,12 @@ impl PopTables {
 
     /// Loads one queue of a snapshot.
     pub fn restore(&mut self, s: &QueueSnapshot) {
+        let mut by_pop: BTreeMap<(i64, i64), Vec<u64>> = BTreeMap::new();
         for &(o, pt, it) in &s.inflight {
-            self.popped(&s.key, pt, it, s.next, &[o]);
+            by_pop.entry((pt, it)).or_default().push(o);
+        }
+        for ((pt, it), offsets) in by_pop {
+            self.popped(&s.key, pt, it, s.next, &offsets);
         }
         let q = self.queue_mut(&s.key);
         q.next = q.next.max(s.next);
@@ -450,7 +619,14 @@ mod tests {
         assert_eq!(t.take_due(1499, 10).0.len(), 0);
         let (due, _) = t.take_due(1500, 10);
         assert_eq!(due.iter().map(|d| d.offset).collect::<Vec<_>>(), vec![0, 2]);
-        assert_eq!(t.inflight_of_group("G"), 0);
+        // Taken, still in flight until stored again; a failed one comes due later.
+        assert_eq!(t.inflight_of_group("G"), 2);
+        assert!(t.take_due(1600, 10).0.is_empty());
+        t.revived(&key(), 0, 1000);
+        t.retry_later(&key(), 2, 1000, 3000);
+        assert_eq!(t.inflight_of_group("G"), 1);
+        assert_eq!(t.next_deadline(), Some(3000));
+        assert!(t.ack(&key(), 2, 1000));
         assert!(t.next_deadline().is_none());
     }
 
