@@ -471,19 +471,7 @@ fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         timeout,
         e2e_nonce: None,
     };
-    let stall = timeout + Duration::from_millis(2 * a.poll_ms.max(0) as u64);
-    let d = Drive {
-        warmup: 0.0,
-        duration: if target.is_some() {
-            a.duration
-        } else {
-            duration_of(a)
-        },
-        stop_at: target,
-        stall: target.map(|_| stall),
-        progress: (!a.quiet).then_some("pull"),
-        follower: None,
-    };
+    let d = drain(a, target, "pull");
     let cpu = d.run(
         &sh,
         || pull::start(&plan, &start_offsets, &sh),
@@ -495,6 +483,25 @@ fn run_pull(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
     s.inflight = start_offsets.len().div_ceil(s.connections.max(1));
     (s.broker_cpu_pct, s.client_cpu_pct, s.host_steal_pct) = cpu;
     Ok(())
+}
+
+/// How a drain (pull or pop) runs: until `target` messages (or the duration), failing when
+/// none arrives for a poll time twice over and the timeout.
+fn drain(a: &Args, target: Option<u64>, label: &'static str) -> Drive {
+    let stall =
+        Duration::from_secs_f64(a.timeout) + Duration::from_millis(2 * a.poll_ms.max(0) as u64);
+    Drive {
+        warmup: 0.0,
+        duration: if target.is_some() {
+            a.duration
+        } else {
+            duration_of(a)
+        },
+        stop_at: target,
+        stall: target.map(|_| stall),
+        progress: (!a.quiet).then_some(label),
+        follower: None,
+    }
 }
 
 /// Drains the backlog with pops of --pull-batch over every queue, each answer batch-acked.
@@ -514,18 +521,7 @@ fn run_pop(a: &Args, t: &Target, s: &mut Summary) -> Result<(), String> {
         invisible_ms: a.invisible_ms,
         timeout,
     };
-    let d = Drive {
-        warmup: 0.0,
-        duration: if target.is_some() {
-            a.duration
-        } else {
-            duration_of(a)
-        },
-        stop_at: target,
-        stall: target.map(|_| timeout + Duration::from_millis(2 * a.poll_ms.max(0) as u64)),
-        progress: (!a.quiet).then_some("pop"),
-        follower: None,
-    };
+    let d = drain(a, target, "pop");
     let cpu = d.run(&sh, || pop::start(&plan, &sh), a.broker_pid)?;
     s.fill_from(&sh);
     (s.broker_cpu_pct, s.client_cpu_pct, s.host_steal_pct) = cpu;

@@ -153,19 +153,7 @@ pub async fn reappend_to_real_topic(
             .find(|(k, _)| k == keys::TAGS)
             .map(|(_, v)| v.clone());
         let props_str = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let msg = MessageToStore {
-            topic: &topic,
-            queue_id: qid as i32,
-            flag: r.flag,
-            sys_flag: r.sys_flag,
-            born_timestamp: r.born_timestamp,
-            born_host: r.born_host,
-            store_host: r.store_host,
-            reconsume_times: r.reconsume_times,
-            prepared_transaction_offset: r.prepared_transaction_offset,
-            body: r.body,
-            properties: &props_str,
-        };
+        let msg = r.to_store(&topic, qid as i32, &props_str);
         let mut bytes = BytesMut::with_capacity(r.total_size as usize);
         message::encode(&msg, &mut bytes)
             .map_err(|e| BrokerError::MessageIllegal(e.to_string()))?;

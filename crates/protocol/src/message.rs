@@ -118,6 +118,31 @@ pub struct DecodedRecord<'a> {
     pub properties: &'a str,
 }
 
+impl<'a> DecodedRecord<'a> {
+    /// This record as a message to store again under `topic` and `queue_id` with `properties`,
+    /// every other field kept (a delivery of a parked record, a retried message rewritten).
+    pub fn to_store(
+        &self,
+        topic: &'a str,
+        queue_id: i32,
+        properties: &'a str,
+    ) -> MessageToStore<'a> {
+        MessageToStore {
+            topic,
+            queue_id,
+            flag: self.flag,
+            sys_flag: self.sys_flag,
+            born_timestamp: self.born_timestamp,
+            born_host: self.born_host,
+            store_host: self.store_host,
+            reconsume_times: self.reconsume_times,
+            prepared_transaction_offset: self.prepared_transaction_offset,
+            body: self.body,
+            properties,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RecordError {
     /// An end-of-file blank marker: the rest of the segment (`remaining` bytes) is unused.

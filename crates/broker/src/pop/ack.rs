@@ -41,6 +41,33 @@ async fn bounds(shard: &Rc<Shard>, topic: &str, qid: u32) -> Result<(u64, u64), 
     crate::offsets::on_owner(shard, topic, qid, move |s| s.queue_bounds(&t, qid)).await
 }
 
+/// The message an ack or a change names: the queue checked, the offset inside the queue's
+/// `[min, max]` (`[min, max)` when `below_max`), as Java checks them.
+async fn target(
+    shard: &Rc<Shard>,
+    (group, topic, queue_id): (&str, &str, i32),
+    offset: i64,
+    below_max: bool,
+) -> Result<PopKey, BrokerError> {
+    let qid = check_queue(shard, topic, queue_id, group)?;
+    let (min, max) = bounds(shard, topic, qid).await?;
+    let past = if below_max {
+        offset >= max as i64
+    } else {
+        offset > max as i64
+    };
+    if offset < min as i64 || past {
+        return Err(BrokerError::NoMessage(format!(
+            "offset is illegal, key:{topic}@{group}@{qid}, store:{min}~{max}"
+        )));
+    }
+    Ok(PopKey {
+        group: group.to_string(),
+        topic: topic.to_string(),
+        queue_id: qid,
+    })
+}
+
 fn parse_handle(raw: &str) -> Result<ExtraInfo, BrokerError> {
     ExtraInfo::parse(raw).map_err(|e| BrokerError::System(format!("bad receipt handle: {e}")))
 }
@@ -52,21 +79,10 @@ pub async fn ack_message(
     let h = AckMessageRequestHeader::from_command(cmd)?;
     super::refuse_on_slave(&shard)?;
     let handle = parse_handle(&h.extra_info)?;
-    let qid = check_queue(&shard, &h.topic, h.queue_id, &h.consumer_group)?;
-    let (min, max) = bounds(&shard, &h.topic, qid).await?;
-    if h.offset < min as i64 || h.offset > max as i64 {
-        return Err(BrokerError::NoMessage(format!(
-            "offset is illegal, key:{}@{}@{qid}, store:{min}~{max}",
-            h.topic, h.consumer_group
-        )));
-    }
-    let key = PopKey {
-        group: h.consumer_group.clone(),
-        topic: h.topic.clone(),
-        queue_id: qid,
-    };
+    let at = (h.consumer_group.as_str(), h.topic.as_str(), h.queue_id);
+    let key = target(&shard, at, h.offset, false).await?;
     let offset = h.offset as u64;
-    let owner = shard.owner(&h.topic, qid);
+    let owner = shard.owner(&key.topic, key.queue_id);
     let pop_time = handle.pop_time;
     if handle.is_order() {
         shard
@@ -156,23 +172,12 @@ pub async fn change_invisible_time(
             h.invisible_time
         )));
     }
-    let qid = check_queue(&shard, &h.topic, h.queue_id, &h.consumer_group)?;
-    let (min, max) = bounds(&shard, &h.topic, qid).await?;
-    if h.offset < min as i64 || h.offset >= max as i64 {
-        return Err(BrokerError::NoMessage(format!(
-            "offset is illegal, key:{}@{}@{qid}, store:{min}~{max}",
-            h.topic, h.consumer_group
-        )));
-    }
-    let key = PopKey {
-        group: h.consumer_group.clone(),
-        topic: h.topic.clone(),
-        queue_id: qid,
-    };
+    let at = (h.consumer_group.as_str(), h.topic.as_str(), h.queue_id);
+    let key = target(&shard, at, h.offset, true).await?;
     let (offset, pop_time, invisible) = (h.offset as u64, handle.pop_time, h.invisible_time);
     let order = handle.is_order();
     let now = now_ms();
-    let owner = shard.owner(&h.topic, qid);
+    let owner = shard.owner(&key.topic, key.queue_id);
     let changed = shard
         .mesh
         .call(owner, move |s| {

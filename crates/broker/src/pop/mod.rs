@@ -26,6 +26,8 @@ use std::time::Duration;
 use crate::append::{append, build_record, Outgoing};
 use crate::common::now_ms;
 use crate::error::BrokerError;
+use crate::metadata::PERM_READ;
+use crate::protocol::body::TopicConfig;
 use crate::protocol::topics;
 use crate::shard::Shard;
 use state::StateRecord;
@@ -143,4 +145,35 @@ pub(crate) async fn park_on_queues(
     }
     let _ = crate::runtime::timeout(wait, local.notified()).await;
     !full.get()
+}
+
+/// The checks every pop-side request makes first, in Java's order (the topic, its read
+/// permission, the queue id, the group), and the queues it names: `queue_id`'s, or every
+/// readable queue for a negative one.
+pub(crate) async fn readable(
+    shard: &Rc<Shard>,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+) -> Result<(TopicConfig, Vec<u32>), BrokerError> {
+    let tc = shard.topics().get(topic).cloned().ok_or_else(|| {
+        BrokerError::TopicNotExist(format!("topic[{topic}] not exist, apply first please!"))
+    })?;
+    if tc.perm & PERM_READ == 0 {
+        return Err(BrokerError::NoPermission(format!(
+            "the topic[{topic}] peeking message is forbidden"
+        )));
+    }
+    if queue_id >= tc.read_queue_nums {
+        return Err(BrokerError::InvalidParameter(format!(
+            "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{group}]",
+            tc.read_queue_nums
+        )));
+    }
+    check_group(shard, group).await?;
+    let queues = match u32::try_from(queue_id) {
+        Ok(q) => vec![q],
+        Err(_) => (0..tc.read_queue_nums.max(0) as u32).collect(),
+    };
+    Ok((tc, queues))
 }

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use crate::common::now_ms;
 use crate::error::BrokerError;
-use crate::metadata::PERM_READ;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::{
     NotificationRequestHeader, NotificationResponseHeader, PollingInfoRequestHeader,
@@ -18,35 +17,7 @@ use crate::shard::Shard;
 
 use super::queue;
 use super::state::PopKey;
-use super::{check_group, park_on_queues, refuse_on_slave};
-
-/// The checks NOTIFICATION and POLLING_INFO share; the queues of the topic the request names.
-async fn check(
-    shard: &Rc<Shard>,
-    group: &str,
-    topic: &str,
-    queue_id: i32,
-) -> Result<Vec<u32>, BrokerError> {
-    let tc = shard.topics().get(topic).cloned().ok_or_else(|| {
-        BrokerError::TopicNotExist(format!("topic[{topic}] not exist, apply first please!"))
-    })?;
-    if tc.perm & PERM_READ == 0 {
-        return Err(BrokerError::NoPermission(format!(
-            "the topic[{topic}] peeking message is forbidden"
-        )));
-    }
-    if queue_id >= tc.read_queue_nums {
-        return Err(BrokerError::InvalidParameter(format!(
-            "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{group}]",
-            tc.read_queue_nums
-        )));
-    }
-    check_group(shard, group).await?;
-    Ok(match u32::try_from(queue_id) {
-        Ok(q) => vec![q],
-        Err(_) => (0..tc.read_queue_nums.max(0) as u32).collect(),
-    })
-}
+use super::{park_on_queues, readable, refuse_on_slave};
 
 pub async fn notification(
     shard: Rc<Shard>,
@@ -54,7 +25,7 @@ pub async fn notification(
 ) -> Result<RemotingCommand, BrokerError> {
     let h = NotificationRequestHeader::from_command(cmd)?;
     refuse_on_slave(&shard)?;
-    let qids = check(&shard, &h.consumer_group, &h.topic, h.queue_id).await?;
+    let (_, qids) = readable(&shard, &h.consumer_group, &h.topic, h.queue_id).await?;
     let mut keys: Vec<PopKey> = qids
         .iter()
         .map(|&q| PopKey {
@@ -123,7 +94,7 @@ pub async fn polling_info(
 ) -> Result<RemotingCommand, BrokerError> {
     let h = PollingInfoRequestHeader::from_command(cmd)?;
     refuse_on_slave(&shard)?;
-    let qids = check(&shard, &h.consumer_group, &h.topic, h.queue_id).await?;
+    let (_, qids) = readable(&shard, &h.consumer_group, &h.topic, h.queue_id).await?;
     let mut n = 0usize;
     for q in qids {
         let topic = h.topic.clone();

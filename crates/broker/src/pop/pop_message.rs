@@ -13,7 +13,6 @@ use bytes::{Bytes, BytesMut};
 
 use crate::common::now_ms;
 use crate::error::BrokerError;
-use crate::metadata::PERM_READ;
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::headers::{
     PeekMessageRequestHeader, PopMessageRequestHeader, PopMessageResponseHeader,
@@ -28,7 +27,7 @@ use crate::shard::Shard;
 
 use super::queue::{self, PopRequest, Popped};
 use super::state::PopKey;
-use super::{check_group, refuse_on_slave, REVIVE_QUEUE_NUM};
+use super::{readable, refuse_on_slave, REVIVE_QUEUE_NUM};
 
 /// Java's limit on one pop's messages.
 const MAX_POP_MSGS: i32 = 32;
@@ -92,7 +91,14 @@ pub async fn pop_message(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outb
     let plan = plan(&shard, ask).await?;
     let deadline = born + h.poll_time;
     let pop_time = now_ms();
-    let mut reads = read_all(&shard, &plan, &h, pop_time).await?;
+    let how = |pop_time| Read {
+        pop_time,
+        invisible_time: h.invisible_time,
+        init_mode: h.init_mode,
+        attempt: plan.order.then(|| h.attempt_id.clone().unwrap_or_default()),
+        peek: false,
+    };
+    let mut reads = read_all(&shard, &plan, &how(pop_time)).await?;
     while total(&reads) == 0 {
         let left = deadline - now_ms();
         if left <= 0 {
@@ -106,7 +112,7 @@ pub async fn pop_message(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outb
         if now_ms() >= deadline {
             return Err(BrokerError::PollingTimeout("NO_MESSAGE_IN_QUEUE".into()));
         }
-        reads = read_all(&shard, &plan, &h, now_ms()).await?;
+        reads = read_all(&shard, &plan, &how(now_ms())).await?;
     }
     let pop_time = reads
         .iter()
@@ -137,36 +143,19 @@ async fn plan(shard: &Rc<Shard>, ask: Ask<'_>) -> Result<Plan, BrokerError> {
         max,
         order,
     } = ask;
-    let tc = shard.topics().get(topic).cloned().ok_or_else(|| {
-        BrokerError::TopicNotExist(format!("topic[{topic}] not exist, apply first please!"))
-    })?;
-    if tc.perm & PERM_READ == 0 {
-        return Err(BrokerError::NoPermission(format!(
-            "the topic[{topic}] peeking message is forbidden"
-        )));
-    }
-    if queue_id >= tc.read_queue_nums {
-        return Err(BrokerError::InvalidParameter(format!(
-            "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}]",
-            tc.read_queue_nums
-        )));
-    }
-    check_group(shard, group).await?;
+    let (_, all) = readable(shard, group, topic, queue_id).await?;
     let filter = MsgFilter::build(exp, exp_type, shard.settings().enable_property_filter)?;
-    let mut queues: Vec<(String, RetryFlag, u32)> = match u32::try_from(queue_id) {
-        Ok(q) => vec![(topic.to_string(), RetryFlag::Normal, q)],
-        Err(_) => {
-            let n = tc.read_queue_nums.max(0) as u32;
-            let start = if n == 0 {
-                0
-            } else {
-                (shard.next_round_robin() % n as u64) as u32
-            };
-            (0..n)
-                .map(|i| (topic.to_string(), RetryFlag::Normal, (start + i) % n))
-                .collect()
-        }
-    };
+    // Every queue: from a random start, as Java's `randomQ`.
+    let start = (roll(shard) as usize) % all.len().max(1);
+    let mut queues: Vec<(String, RetryFlag, u32)> = (0..all.len())
+        .map(|i| {
+            (
+                topic.to_string(),
+                RetryFlag::Normal,
+                all[(start + i) % all.len()],
+            )
+        })
+        .collect();
     if !order {
         let mut retry = Vec::new();
         for t in super::retry_topics_read(shard, group, topic) {
@@ -201,12 +190,20 @@ fn roll(shard: &Shard) -> u32 {
     ((x ^ (x >> 31)) % 100) as u32
 }
 
+/// How each queue of a plan is read: a pop's times and modes, or a peek.
+struct Read {
+    pop_time: i64,
+    invisible_time: i64,
+    init_mode: i32,
+    attempt: Option<String>,
+    peek: bool,
+}
+
 /// Reads the plan's queues one after the other until the pop has its messages.
 async fn read_all(
     shard: &Rc<Shard>,
     plan: &Plan,
-    h: &PopMessageRequestHeader,
-    pop_time: i64,
+    how: &Read,
 ) -> Result<Vec<QueueRead>, BrokerError> {
     let mut reads = Vec::new();
     let mut left = plan.max;
@@ -222,11 +219,11 @@ async fn read_all(
             },
             max: left,
             filter: plan.filter.clone(),
-            pop_time,
-            invisible_time: h.invisible_time,
-            init_mode: h.init_mode,
-            order: plan.order.then(|| h.attempt_id.clone().unwrap_or_default()),
-            peek: false,
+            pop_time: how.pop_time,
+            invisible_time: how.invisible_time,
+            init_mode: how.init_mode,
+            order: how.attempt.clone(),
+            peek: how.peek,
         };
         let popped = on_owner(shard, topic, *qid, r).await?;
         left -= popped.msgs.len().min(left);
@@ -418,19 +415,7 @@ fn rewrite_retry(
     props.retain(|(k, _)| k != wire::PROPERTY_POP_CK);
     props.push((wire::PROPERTY_POP_CK.into(), handle.into()));
     let props = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let msg = message::MessageToStore {
-        topic,
-        queue_id: r.queue_id,
-        flag: r.flag,
-        sys_flag: r.sys_flag,
-        born_timestamp: r.born_timestamp,
-        born_host: r.born_host,
-        store_host: r.store_host,
-        reconsume_times: r.reconsume_times,
-        prepared_transaction_offset: r.prepared_transaction_offset,
-        body: r.body,
-        properties: &props,
-    };
+    let msg = r.to_store(topic, r.queue_id, &props);
     let at = out.len();
     message::encode(&msg, out)?;
     message::patch(
@@ -467,34 +452,14 @@ pub async fn peek_message(
     let mut plan = plan(&shard, ask).await?;
     plan.order = false;
     let now = now_ms();
-    let mut reads = Vec::new();
-    let mut left = plan.max;
-    for (topic, retry, qid) in plan.queues.clone() {
-        if left == 0 {
-            break;
-        }
-        let r = PopRequest {
-            key: PopKey {
-                group: plan.group.clone(),
-                topic: topic.clone(),
-                queue_id: qid,
-            },
-            max: left,
-            filter: plan.filter.clone(),
-            pop_time: now,
-            invisible_time: 0,
-            init_mode: queue::INIT_MODE_MIN,
-            order: None,
-            peek: true,
-        };
-        let popped = on_owner(&shard, &topic, qid, r).await?;
-        left -= popped.msgs.len().min(left);
-        reads.push(QueueRead {
-            retry,
-            queue_id: qid,
-            popped,
-        });
-    }
+    let how = Read {
+        pop_time: now,
+        invisible_time: 0,
+        init_mode: queue::INIT_MODE_MIN,
+        attempt: None,
+        peek: true,
+    };
+    let reads = read_all(&shard, &plan, &how).await?;
     if total(&reads) == 0 {
         return Err(BrokerError::NoMessage("no message to peek".into()));
     }
