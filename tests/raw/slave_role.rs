@@ -1,6 +1,7 @@
 //! A broker started with `brokerRole=SLAVE` takes its place in the group as Java's slaves do: it
 //! registers with its brokerId next to the master, refuses what only a master may do (sends with
-//! SERVICE_NOT_AVAILABLE, END_TRANSACTION with SLAVE_NOT_AVAILABLE), answers pulls SYSTEM_BUSY
+//! SERVICE_NOT_AVAILABLE, END_TRANSACTION with SLAVE_NOT_AVAILABLE, pops with NO_PERMISSION),
+//! answers pulls SYSTEM_BUSY
 //! unless `slaveReadEnable`, reports its role in GET_BROKER_CONFIG, and a SLAVE configured with
 //! brokerId 0 does not start.
 
@@ -91,6 +92,14 @@ fn slaves_register_and_refuse_writes() {
         );
         let r = c.call(end_cmd());
         assert_eq!(r.code, response_code::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
+        // POP state is the master's: a slave refuses pops (and the acks of their handles).
+        let r = c.call(raw_support::pop::pop_cmd("SlaveTopic", -1, 1, 60_000, 0));
+        assert_eq!(r.code, response_code::NO_PERMISSION, "{:?}", r.remark);
+        assert!(
+            r.remark.as_deref().unwrap_or("").contains("master"),
+            "{:?}",
+            r.remark
+        );
     }
     let r = Conn::connect(slave.broker).call(pull_cmd("SlaveTopic", 0, 0, 0));
     assert_eq!(r.code, response_code::SYSTEM_BUSY, "{:?}", r.remark);
