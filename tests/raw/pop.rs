@@ -551,3 +551,57 @@ fn pop_metrics_show_inflight_and_redeliveries() {
     );
     assert_eq!(retried, Some(2.0), "{text}");
 }
+
+/// An SQL92 expression selects what a pop hands out, by the messages' properties.
+#[test]
+fn sql92_filter_pops_only_matching_messages() {
+    let b = RawBroker::start(&["enablePropertyFilter=true"]);
+    let mut c = Conn::connect(b.broker);
+    assert_eq!(c.call(create_topic_cmd("PopSql", 1)).code, 0);
+    for i in 0..10 {
+        let props = format!("n\u{1}{i}\u{2}TAGS\u{1}T\u{2}");
+        let r = c.call(send_cmd("PopSql", 0, format!("m{i}").as_bytes(), &props));
+        assert_eq!(r.code, 0);
+    }
+    let mut cmd = pop_cmd("PopSql", 0, 32, 60_000, 0);
+    cmd.set_ext("expType", "SQL92");
+    cmd.set_ext("exp", "n >= 7");
+    let ms = popped(&c.call(cmd));
+    let bodies: Vec<&str> = ms.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(bodies, vec!["m7", "m8", "m9"]);
+}
+
+/// The dead-letter decision is the consumer's, as in Java: a message that keeps coming back
+/// is sent back by the consumer once its reconsume times reach the maximum
+/// (CONSUMER_SEND_MSG_BACK with maxReconsumeTimes), lands in `%DLQ%{group}`, and acked, never
+/// comes back.
+#[test]
+fn message_past_max_attempts_goes_to_the_dlq_by_the_consumer() {
+    const MAX: i32 = 2;
+    let (_b, mut c) = setup("PopD", 1);
+    send(&mut c, "PopD", 0, "poison", "T");
+    let mut m = popped(&c.call(pop_cmd("PopD", 0, 1, 500, 0))).remove(0);
+    while m.reconsume_times < MAX {
+        let back = pop_until(&mut c, "PopD", 1, 500, Duration::from_secs(10));
+        assert_eq!(back.len(), 1, "the un-acked message returns");
+        m = back.into_iter().next().unwrap();
+    }
+    assert_eq!(m.reconsume_times, MAX);
+    let r = c.call(
+        RemotingCommand::new_request(request_code::CONSUMER_SEND_MSG_BACK)
+            .with_ext("offset", m.phy_offset)
+            .with_ext("group", GROUP)
+            .with_ext("delayLevel", 0)
+            .with_ext("originTopic", "PopD")
+            .with_ext("maxReconsumeTimes", MAX),
+    );
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+    ack(&mut c, &m);
+    let dlq = format!("%DLQ%{GROUP}");
+    let pulled = c.call(raw_support::pull_cmd(&dlq, 0, 0, 0));
+    assert_eq!(pulled.code, 0, "{:?}", pulled.remark);
+    let recs = raw_support::records(&pulled.body);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].body, b"poison");
+    assert!(pop_until(&mut c, "PopD", 1, 60_000, Duration::from_millis(1_500)).is_empty());
+}

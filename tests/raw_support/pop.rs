@@ -61,6 +61,8 @@ pub struct Popped {
     pub topic: String,
     pub queue_id: i32,
     pub offset: i64,
+    /// The record's commit-log offset (what CONSUMER_SEND_MSG_BACK names).
+    pub phy_offset: i64,
     pub body: String,
     pub reconsume_times: i32,
     pub handle: ExtraInfo,
@@ -109,6 +111,7 @@ pub fn popped(r: &RemotingCommand) -> Vec<Popped> {
                 topic: rec.topic.to_string(),
                 queue_id: rec.queue_id,
                 offset: rec.queue_offset,
+                phy_offset: rec.phy_offset,
                 body: String::from_utf8_lossy(rec.body).into_owned(),
                 reconsume_times: rec.reconsume_times,
                 handle,
