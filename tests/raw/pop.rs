@@ -605,3 +605,36 @@ fn message_past_max_attempts_goes_to_the_dlq_by_the_consumer() {
     assert_eq!(recs[0].body, b"poison");
     assert!(pop_until(&mut c, "PopD", 1, 60_000, Duration::from_millis(1_500)).is_empty());
 }
+
+/// A flood of parked pops: past `maxPopPollingSize` (per shard here: one shard) every further
+/// pop is answered POLLING_FULL at once, the parked ones still end in POLLING_TIMEOUT, and the
+/// broker serves pops normally afterwards.
+#[test]
+fn flood_of_parked_pops_is_bounded_by_max_pop_polling_size() {
+    let b = RawBroker::start(&["maxPopPollingSize=4", "shardCount=1"]);
+    let mut c = Conn::connect(b.broker);
+    assert_eq!(c.call(create_topic_cmd("PopFlood", 8)).code, 0);
+    let addr = b.broker;
+    let parked: Vec<_> = (0..4)
+        .map(|q| {
+            std::thread::spawn(move || {
+                Conn::connect(addr)
+                    .call(pop_cmd("PopFlood", q, 1, 60_000, 3_000))
+                    .code
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(600));
+    for q in 4..8 {
+        let t = Instant::now();
+        let r = c.call(pop_cmd("PopFlood", q, 1, 60_000, 3_000));
+        assert_eq!(r.code, rc::POLLING_FULL, "{:?}", r.remark);
+        assert!(t.elapsed() < Duration::from_secs(1), "refused at once");
+    }
+    for p in parked {
+        assert_eq!(p.join().unwrap(), rc::POLLING_TIMEOUT);
+    }
+    send(&mut c, "PopFlood", 0, "after", "T");
+    let back = pop_until(&mut c, "PopFlood", 1, 60_000, Duration::from_secs(5));
+    assert_eq!(back.len(), 1);
+}
