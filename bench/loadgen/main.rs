@@ -280,17 +280,22 @@ fn validate(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn run(a: &Args) -> Result<Summary, String> {
-    wire::sign_calls_with(credentials(a));
-    validate(a)?;
-    let timeout = Duration::from_secs_f64(a.timeout);
-    let target = route::resolve(
+/// The broker and queues the run works on (the name server's route, or --broker).
+fn target_of(a: &Args, timeout: Duration) -> Result<Target, String> {
+    route::resolve(
         a.namesrv.as_deref(),
         a.broker.as_deref(),
         &a.topic,
         a.queues,
         timeout,
-    )?;
+    )
+}
+
+fn run(a: &Args) -> Result<Summary, String> {
+    wire::sign_calls_with(credentials(a));
+    validate(a)?;
+    let timeout = Duration::from_secs_f64(a.timeout);
+    let target = target_of(a, timeout)?;
     let mut s = Summary {
         mode: format!("{:?}", a.mode).to_lowercase(),
         label: a.label.clone(),
@@ -533,13 +538,7 @@ fn run_pop_latency(a: &Args) -> i32 {
     let timeout = Duration::from_secs_f64(a.timeout);
     let count = a.count.unwrap_or(200);
     let run = || -> Result<hdrhistogram::Histogram<u64>, String> {
-        let t = route::resolve(
-            a.namesrv.as_deref(),
-            a.broker.as_deref(),
-            &a.topic,
-            a.queues,
-            timeout,
-        )?;
+        let t = target_of(a, timeout)?;
         match a.mode {
             Mode::PopWake => pop_latency::wake(&t.broker, &a.topic, &a.group, count, timeout),
             _ => pop_latency::revive(

@@ -282,15 +282,8 @@ impl Conn {
 
     /// Sends and waits for the response with the same opaque (skipping server requests).
     pub fn call(&mut self, cmd: RemotingCommand) -> RemotingCommand {
-        let op = self.send(cmd);
-        loop {
-            let r = self
-                .read()
-                .expect("connection closed while waiting for a response");
-            if r.is_response() && r.opaque == op {
-                return r;
-            }
-        }
+        self.try_call(cmd)
+            .expect("connection closed while waiting for a response")
     }
 }
 

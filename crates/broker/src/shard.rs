@@ -369,16 +369,8 @@ impl Shard {
 
     /// Parks a pull on a queue; `false` when the queue already has too many parked pulls.
     pub fn park(&self, topic: &str, queue_id: u32, waiter: Rc<Waiter>) -> bool {
-        let mut queues = self.queues.borrow_mut();
-        let Ok(q) = self.queue_entry(&mut queues, topic, queue_id) else {
-            return false;
-        };
-        q.waiters.retain(|w| !w.abandoned());
-        if q.waiters.len() >= self.ctx.cfg.limits.max_long_polling_waiters_per_queue {
-            return false;
-        }
-        q.waiters.push(waiter);
-        true
+        let limit = self.ctx.cfg.limits.max_long_polling_waiters_per_queue;
+        self.park_with_limit(topic, queue_id, waiter, limit)
     }
 
     /// Parks a waiter on a queue unless `limit` waiters are parked there already (false).

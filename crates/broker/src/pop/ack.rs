@@ -68,6 +68,23 @@ async fn target(
     })
 }
 
+/// Acks `offsets` of `key`'s queue on the shard owning it (one hop, bounds checked there).
+async fn ack_on_owner(
+    shard: &Rc<Shard>,
+    key: PopKey,
+    offsets: Vec<u64>,
+    pop_time: i64,
+    orderly: bool,
+) -> Result<usize, BrokerError> {
+    let owner = shard.owner(&key.topic, key.queue_id);
+    shard
+        .mesh
+        .call(owner, move |s| {
+            queue::ack_offsets(s, key, offsets, pop_time, orderly)
+        })
+        .await?
+}
+
 fn parse_handle(raw: &str) -> Result<ExtraInfo, BrokerError> {
     ExtraInfo::parse(raw).map_err(|e| BrokerError::System(format!("bad receipt handle: {e}")))
 }
@@ -82,20 +99,14 @@ pub async fn ack_message(
     let at = (h.consumer_group.as_str(), h.topic.as_str(), h.queue_id);
     let key = target(&shard, at, h.offset, false).await?;
     let offset = h.offset as u64;
-    let owner = shard.owner(&key.topic, key.queue_id);
-    let pop_time = handle.pop_time;
-    if handle.is_order() {
-        shard
-            .mesh
-            .call(owner, move |s| queue::ack_orderly(s, key, offset, pop_time))
-            .await??;
-    } else {
-        let acks = vec![(offset, pop_time)];
-        shard
-            .mesh
-            .call(owner, move |s| queue::ack(s, key, acks))
-            .await??;
-    }
+    ack_on_owner(
+        &shard,
+        key,
+        vec![offset],
+        handle.pop_time,
+        handle.is_order(),
+    )
+    .await?;
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
 }
 
@@ -126,35 +137,17 @@ pub async fn batch_ack_message(
         if a.queue_id >= tc.read_queue_nums {
             continue;
         }
-        let (min, max) = bounds(&shard, &topic, qid).await?;
-        let offsets: Vec<u64> = a
+        let offsets = a
             .offsets()?
             .into_iter()
-            .filter(|o| *o >= min as i64 && *o <= max as i64)
-            .map(|o| o as u64)
-            .collect();
+            .filter_map(|o| u64::try_from(o).ok());
         let key = PopKey {
             group: a.consumer_group.clone(),
-            topic: topic.clone(),
+            topic,
             queue_id: qid,
         };
-        let owner = shard.owner(&topic, qid);
-        let pop_time = a.pop_time;
-        if a.revive_queue_id == POP_ORDER_REVIVE_QUEUE {
-            for o in offsets {
-                let key = key.clone();
-                shard
-                    .mesh
-                    .call(owner, move |s| queue::ack_orderly(s, key, o, pop_time))
-                    .await??;
-            }
-        } else {
-            let acks = offsets.into_iter().map(|o| (o, pop_time)).collect();
-            shard
-                .mesh
-                .call(owner, move |s| queue::ack(s, key, acks))
-                .await??;
-        }
+        let orderly = a.revive_queue_id == POP_ORDER_REVIVE_QUEUE;
+        ack_on_owner(&shard, key, offsets.collect(), a.pop_time, orderly).await?;
     }
     Ok(RemotingCommand::response_for(cmd, rc::SUCCESS, None))
 }

@@ -377,6 +377,28 @@ pub async fn ack(s: Rc<Shard>, key: PopKey, acks: Vec<(u64, i64)>) -> Result<usi
     Ok(applied)
 }
 
+/// Acks `offsets` of one queue popped at `pop_time`, orderly or not; offsets outside the
+/// queue's `[min, max]` are skipped (BATCH_ACK's rule; an ACK checked them before). Returns how
+/// many applied.
+pub async fn ack_offsets(
+    s: Rc<Shard>,
+    key: PopKey,
+    offsets: Vec<u64>,
+    pop_time: i64,
+    orderly: bool,
+) -> Result<usize, BrokerError> {
+    let (min, max) = s.queue_bounds(&key.topic, key.queue_id);
+    let offsets = offsets.into_iter().filter(|o| (min..=max).contains(o));
+    if !orderly {
+        return ack(s, key, offsets.map(|o| (o, pop_time)).collect()).await;
+    }
+    let mut applied = 0;
+    for o in offsets {
+        applied += usize::from(ack_orderly(s.clone(), key.clone(), o, pop_time).await?);
+    }
+    Ok(applied)
+}
+
 /// Acks one message of an orderly block (its record stored first); the consumer offset moves
 /// over the acked run, and a block all acked unblocks the queue (parked pops are woken).
 pub async fn ack_orderly(
