@@ -8,7 +8,8 @@
 # (tests/raw/) run a second time that way at the end: SYNC_FLUSH takes other paths through the
 # writer (replies wait for the group commit's fdatasync on the writer's ring; keys are indexed
 # later).
-# The C++-client tests need python3 with venv and PyPI (scripts/python-env.sh, RINGMQ_VENV).
+# The C++-client tests need python3 with venv and PyPI (scripts/python-env.sh, RINGMQ_VENV); the
+# RocketMQ 5 SDK tests a second venv (scripts/python5-env.sh, RINGMQ_VENV5).
 # The web console's browser test needs node and npm, Debian's chromium (installed with apt-get
 # when missing) and the npm registry (scripts/browser-env.sh, RINGMQ_NODE_DIR).
 set -euo pipefail
@@ -24,6 +25,10 @@ cargo build --locked -p ringmq --bins
 # outside the clone and hand its interpreter to the tests.
 RINGMQ_PYTHON="$(scripts/python-env.sh)"
 export RINGMQ_PYTHON
+# tests/cluster/grpc_sdk.rs drives the gRPC endpoint with the RocketMQ 5 Python SDK, in a venv of
+# its own (its package is also named `rocketmq`).
+RINGMQ_PYTHON5="$(scripts/python5-env.sh)"
+export RINGMQ_PYTHON5
 # tests/tools/browser.rs drives the web console in Chromium with playwright-core: install (or
 # reuse) them outside the clone and hand the node_modules path to the test.
 RINGMQ_NODE_MODULES="$(scripts/browser-env.sh)"

@@ -14,6 +14,7 @@
 //! - `ringmq-controller`: RocketMQ 5's controller on openraft.
 //! - `ringmq-broker`: request handlers and broker state, and the broker's `config`.
 //! - `ringmq-admin`: the admin client library, `ringmq admin` (`cli`) and the web `console`.
+//! - `ringmq-grpc`: the RocketMQ 5 gRPC endpoint (tonic on its own thread), over the broker.
 //!
 //! This crate is the `ringmq` binary; its library re-exports the crates under the module names
 //! the binary, the benches and the integration tests use.
@@ -25,6 +26,7 @@ pub use ringmq_auth as auth;
 pub use ringmq_broker as broker;
 pub use ringmq_broker::config;
 pub use ringmq_controller as controller;
+pub use ringmq_grpc as grpc;
 pub use ringmq_namesrv as namesrv;
 pub use ringmq_namesrv::server as namesrv_server;
 pub use ringmq_protocol as protocol;

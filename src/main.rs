@@ -104,6 +104,17 @@ struct BrokerArgs {
     /// Extra RocketMQ keys, `-o key=value` (repeatable).
     #[arg(short = 'o', long = "option")]
     options: Vec<String>,
+    /// Where the RocketMQ 5 gRPC endpoint listens (`ip:port`), or `off` [default:
+    /// grpcServerPort (8081) on the broker's address, skipped with a warning when taken].
+    #[arg(long, default_value = "default", value_parser = parse_grpc_listen)]
+    grpc_listen: ringmq::grpc::Listen,
+}
+
+fn parse_grpc_listen(s: &str) -> Result<ringmq::grpc::Listen, String> {
+    if s == "default" {
+        return Ok(ringmq::grpc::Listen::Default);
+    }
+    s.parse()
 }
 
 #[derive(Args)]
@@ -309,7 +320,8 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Broker(a) => {
             let cfg = broker_config(&a)?;
             tracing::info!(config = ?cfg, "effective configuration");
-            let b = start_broker(cfg).map_err(|e| e.to_string())?;
+            let b = start_broker(cfg.clone()).map_err(|e| e.to_string())?;
+            let grpc = ringmq::grpc::start(&cfg, a.grpc_listen, &b)?;
             if !b.wait_registered(std::time::Duration::from_secs(5)) {
                 tracing::warn!(
                     "not yet registered with every name server; clients may not find routes"
@@ -322,7 +334,11 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(m) = b.metrics_addr {
                 println!("metrics listening on http://{m}/metrics");
             }
+            if let Some(g) = &grpc {
+                println!("grpc listening on {}", g.addr);
+            }
             wait_for_signal();
+            drop(grpc);
             b.shutdown().map_err(|e| e.to_string())
         }
         Cmd::Serve(mut a) => {
@@ -376,7 +392,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 cfg.namesrv_addr.clone(),
                 a.console_hosts.clone(),
             )?;
-            let b = start_broker(cfg).map_err(|e| e.to_string())?;
+            let b = start_broker(cfg.clone()).map_err(|e| e.to_string())?;
+            let grpc = ringmq::grpc::start(&cfg, a.broker.grpc_listen, &b)?;
             if !b.wait_registered(std::time::Duration::from_secs(5)) {
                 tracing::warn!(
                     "not yet registered with the name server; clients may not find routes"
@@ -397,7 +414,11 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(c) = &console {
                 println!("console listening on {}", c.addr);
             }
+            if let Some(g) = &grpc {
+                println!("grpc listening on {}", g.addr);
+            }
             wait_for_signal();
+            drop(grpc);
             if let Some(c) = console {
                 c.shutdown();
             }

@@ -143,7 +143,7 @@ fn check_serve(
         std::thread::sleep(Duration::from_millis(100));
     }
 
-    let mut want: Vec<(String, String)> = planned_threads(&want_cfg, true, controller, true)
+    let mut want: Vec<(String, String)> = planned_threads(&want_cfg, true, controller, true, false)
         .into_iter()
         .map(|t| {
             let cpus = t

@@ -25,6 +25,8 @@ mod cpp_client;
 mod embedded;
 mod failover;
 mod failover_controller;
+mod grpc_protocol;
+mod grpc_sdk;
 mod heartbeat_timeout;
 mod leader_change;
 mod limits;

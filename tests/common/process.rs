@@ -204,6 +204,9 @@ impl Drop for Proc {
 fn broker_args(head: &[&str], store: &Path, options: &[(String, String)]) -> Vec<String> {
     let mut args: Vec<String> = head.iter().map(|a| a.to_string()).collect();
     args.extend([
+        // Tests run in parallel: no broker takes the gRPC endpoint's default port.
+        "--grpc-listen".into(),
+        "off".into(),
         "--broker-listen".into(),
         "127.0.0.1:0".into(),
         "--store-dir".into(),
@@ -387,6 +390,8 @@ impl Broker {
             "broker".into(),
             "--namesrv-addr".into(),
             self.namesrv_addr.clone(),
+            "--grpc-listen".into(),
+            "off".into(),
             "--broker-listen".into(),
             "127.0.0.1:0".into(),
             "--store-dir".into(),

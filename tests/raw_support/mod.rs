@@ -24,8 +24,14 @@ pub struct RawBroker {
     pub ha: Option<SocketAddr>,
     /// The Prometheus endpoint, with `metricsExporterType=PROM` (port 0 lets the OS choose).
     pub metrics: Option<SocketAddr>,
+    /// The gRPC endpoint, when the options name [`GRPC`].
+    pub grpc: Option<SocketAddr>,
     pub dir: tempfile::TempDir,
 }
+
+/// Among a broker's options: serve the gRPC endpoint on a port the OS chooses (every other
+/// broker a test starts runs without one, `--grpc-listen off`).
+pub const GRPC: &str = "+grpc";
 
 impl RawBroker {
     pub fn start(opts: &[&str]) -> RawBroker {
@@ -98,6 +104,8 @@ impl RawBroker {
         if let Some(c) = conf {
             cmd.arg("-c").arg(c);
         }
+        let grpc = opts.contains(&GRPC);
+        cmd.args(["--grpc-listen", if grpc { "127.0.0.1:0" } else { "off" }]);
         cmd.args(["--broker-listen", "127.0.0.1:0", "--store-dir"])
             .arg(dir.path())
             // No brokerIP1: bound to loopback, routes and msg ids name loopback by themselves.
@@ -108,7 +116,7 @@ impl RawBroker {
                 cmd.args(["-o", &format!("flushDiskType={flush}")]);
             }
         }
-        for o in opts {
+        for o in opts.iter().filter(|o| **o != GRPC) {
             cmd.args(["-o", o]);
         }
         let mut child = cmd
@@ -125,10 +133,12 @@ impl RawBroker {
         let slave = opts.contains(&"brokerRole=SLAVE");
         let prom = opts.contains(&"metricsExporterType=PROM");
         let mut metrics = None;
+        let mut grpc_addr = None;
         while namesrv.is_none()
             || broker.is_none()
             || (ha.is_none() && !slave)
             || (metrics.is_none() && prom)
+            || (grpc_addr.is_none() && grpc)
         {
             let line = lines
                 .next()
@@ -138,6 +148,8 @@ impl RawBroker {
                 namesrv = Some(a.trim().parse().expect("namesrv addr"));
             } else if let Some(a) = line.strip_prefix("broker listening on ") {
                 broker = Some(a.trim().parse().expect("broker addr"));
+            } else if let Some(a) = line.strip_prefix("grpc listening on ") {
+                grpc_addr = Some(a.trim().parse().expect("grpc addr"));
             } else if let Some(a) = line.strip_prefix("ha listening on ") {
                 ha = Some(a.trim().parse().expect("ha addr"));
             } else if let Some(a) = line.strip_prefix("metrics listening on http://") {
@@ -157,6 +169,7 @@ impl RawBroker {
             broker: broker.unwrap(),
             ha,
             metrics,
+            grpc: grpc_addr,
             dir,
         }
     }

@@ -179,11 +179,19 @@ pub async fn subscription_by_consumer(
     cmd: &RemotingCommand,
 ) -> Result<RemotingCommand, BrokerError> {
     let h = QuerySubscriptionByConsumerRequestHeader::from_command(cmd)?;
+    // Asked of shard 0's registrations, as Java asks its ConsumerManager: the snapshots the
+    // other shards hold may not have a heartbeat answered a moment ago yet.
+    let (group, topic) = (h.group.clone(), h.topic.clone());
     let subscription_data = shard
-        .subscriptions()
-        .get(&h.group)
-        .and_then(|subs| subs.get(&h.topic))
-        .cloned();
+        .mesh
+        .call(0, move |s0| async move {
+            let m = s0.meta();
+            m.consumers
+                .get(&group)
+                .and_then(|g| g.subscriptions.get(&topic))
+                .cloned()
+        })
+        .await?;
     let answer = body::QuerySubscriptionResponseBody {
         subscription_data,
         group: h.group,

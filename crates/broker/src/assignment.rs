@@ -197,7 +197,7 @@ async fn route_queues(shard: &Rc<Shard>, topic: &str) -> Vec<MessageQueue> {
 }
 
 /// The topic's route from the first name server that answers.
-async fn route(shard: &Rc<Shard>, topic: &str) -> Option<TopicRouteData> {
+pub async fn route(shard: &Rc<Shard>, topic: &str) -> Option<TopicRouteData> {
     for addr in shard.ctx.cfg.namesrv_addr.clone() {
         let Ok(mut client) = Client::connect_with(addr, BROKER_RPC_TIMEOUT, &shard.ctx.tls).await
         else {

@@ -47,6 +47,7 @@ pub mod ha_client;
 pub mod ha_status;
 pub mod ha_watch;
 pub mod handler;
+pub mod local;
 pub mod long_poll;
 pub mod metadata;
 pub mod metrics;

@@ -62,7 +62,11 @@ pub struct BrokerHandle {
     pub ha_addr: Option<SocketAddr>,
     /// The Prometheus endpoint (`metricsExporterType=PROM`).
     pub metrics_addr: Option<SocketAddr>,
+    /// The address every message id names and name servers hand to clients.
+    pub store_host: SocketAddr,
     registered: Arc<std::sync::atomic::AtomicBool>,
+    /// Reaches every shard from outside them (the gRPC endpoint's thread).
+    mesh: Mesh<Shard>,
     senders: Vec<MailboxSender<Job<Shard>>>,
     threads: Vec<std::thread::JoinHandle<()>>,
     writer: Option<WriterHandle>,
@@ -168,6 +172,7 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
     let store_host = cfg.store_host(listen_addr.port());
     let (meshes, receivers) = Mesh::<Shard>::new(n, SHARD_MAILBOX_CAPACITY);
     let senders: Vec<_> = (0..n).map(|i| meshes[0].sender(i)).collect();
+    let outside = meshes[0].clone();
     let completion_queues = completion::completion_queues(n);
     let logics_msg_timestamp = opened.checkpoint.logics_msg_timestamp.clone();
     let (writer_parts, cqs) = writer::WriterParts::from_opened(opened);
@@ -284,7 +289,9 @@ pub fn start_broker(cfg: BrokerConfig) -> Result<BrokerHandle, StartError> {
         tracing::warn!("{w}");
     }
     Ok(BrokerHandle {
+        store_host: ctx.store_host,
         registered: ctx.registered.clone(),
+        mesh: outside,
         listen_addr,
         fast_addr,
         ha_addr,
@@ -583,6 +590,12 @@ async fn gather_timer(s0: &Rc<Shard>) -> Option<Vec<u8>> {
 }
 
 impl BrokerHandle {
+    /// A handle on every shard's mailbox for threads beside the shards (`Send`; its `call`
+    /// awaits on any executor).
+    pub fn mesh(&self) -> Mesh<Shard> {
+        self.mesh.clone()
+    }
+
     /// Waits until every name server has the broker's routes (true), or `timeout` passed.
     pub fn wait_registered(&self, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;

@@ -22,18 +22,20 @@ pub fn thread_plan(cfg: &BrokerConfig) -> ThreadPlan {
 }
 
 /// Every thread of a process that runs this broker, plus the name server (`namesrv`), a
-/// controller (`controller`) and the web console (`console`) when it embeds them; the main
-/// thread aside.
+/// controller (`controller`), the web console (`console`) and the gRPC endpoint (`grpc`) when
+/// it embeds them; the main thread aside.
 pub fn planned_threads(
     cfg: &BrokerConfig,
     namesrv: bool,
     controller: bool,
     console: bool,
+    grpc: bool,
 ) -> Vec<PlannedThread> {
     thread_plan(cfg).threads(&Workload {
         shards: shard_count(cfg),
         namesrv,
         controller,
+        grpc,
         console_workers: if console { CONSOLE_WORKERS } else { 0 },
     })
 }

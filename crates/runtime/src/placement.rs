@@ -42,6 +42,8 @@ pub enum Role {
     NamesrvFiles,
     /// The controller's tokio runtime.
     Controller,
+    /// The gRPC endpoint's tokio runtime (`ringmq-grpc`).
+    Grpc,
     /// Worker `i` of the web console (`console`): accepts and answers browser requests with
     /// blocking admin calls.
     Console(usize),
@@ -49,7 +51,7 @@ pub enum Role {
 
 impl Role {
     /// One role of each kind, in the order of the architecture's table (indexed roles as 0).
-    pub const KINDS: [Role; 10] = [
+    pub const KINDS: [Role; 11] = [
         Role::Shard(0),
         Role::ShardFiles(0),
         Role::Writer,
@@ -59,6 +61,7 @@ impl Role {
         Role::Namesrv,
         Role::NamesrvFiles,
         Role::Controller,
+        Role::Grpc,
         Role::Console(0),
     ];
 
@@ -86,6 +89,7 @@ impl Role {
             Role::Namesrv => "ringmq-namesrv",
             Role::NamesrvFiles => "ringmq-ns-files",
             Role::Controller => "ringmq-control",
+            Role::Grpc => "ringmq-grpc",
             Role::Console(_) => "ringmq-web-N",
         }
     }
@@ -100,6 +104,7 @@ impl Role {
             | Role::Namesrv
             | Role::NamesrvFiles
             | Role::Controller
+            | Role::Grpc
             | Role::Console(_) => "any",
         }
     }
@@ -113,6 +118,7 @@ impl Role {
                 | Role::Namesrv
                 | Role::NamesrvFiles
                 | Role::Controller
+                | Role::Grpc
                 | Role::Console(_)
         )
     }
@@ -127,6 +133,8 @@ pub struct Workload {
     pub namesrv: bool,
     /// A controller in this process.
     pub controller: bool,
+    /// The gRPC endpoint.
+    pub grpc: bool,
     /// Web-console workers (`serve`'s console, `ringmq console`; 0: none).
     pub console_workers: usize,
 }
@@ -182,6 +190,7 @@ impl ThreadPlan {
             | Role::Namesrv
             | Role::NamesrvFiles
             | Role::Controller
+            | Role::Grpc
             | Role::Console(_) => unreachable!("never pinned"),
         })
     }
@@ -232,6 +241,9 @@ impl ThreadPlan {
         }
         if w.controller {
             roles.push(Role::Controller);
+        }
+        if w.grpc {
+            roles.push(Role::Grpc);
         }
         roles.extend((0..w.console_workers).map(Role::Console));
         roles

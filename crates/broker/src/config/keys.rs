@@ -261,6 +261,7 @@ impl BrokerConfig {
         all.extend(self.metrics.properties(self.broker_ip1()));
         all.extend(self.auth.properties());
         all.extend(self.pop.properties());
+        all.extend(self.grpc.properties());
         all
     }
 

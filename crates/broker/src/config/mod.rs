@@ -16,6 +16,7 @@ use crate::store::config::{DeleteWhen, FlushDiskType, StoreConfig};
 
 pub mod auth;
 pub mod controller_mode;
+pub mod grpc;
 pub mod ha;
 pub mod keys;
 pub mod limits;
@@ -27,6 +28,7 @@ pub mod transaction;
 
 pub use auth::AuthConfig;
 pub use controller_mode::ControllerModeConfig;
+pub use grpc::GrpcConfig;
 pub use ha::{BrokerRole, HaConfig};
 pub use limits::Limits;
 pub use metrics::MetricsConfig;
@@ -79,6 +81,8 @@ pub struct BrokerConfig {
     pub transaction: TransactionConfig,
     /// POP consumption (see `pop`).
     pub pop: PopConfig,
+    /// The gRPC endpoint (see `grpc`).
+    pub grpc: GrpcConfig,
     /// The broker's role in its replication group (see `ha`).
     pub ha: HaConfig,
     /// RocketMQ 5's controller mode (see `controller_mode`).
@@ -125,6 +129,7 @@ impl Default for BrokerConfig {
             limits: Limits::default(),
             transaction: TransactionConfig::default(),
             pop: PopConfig::default(),
+            grpc: GrpcConfig::default(),
             ha: HaConfig::default(),
             controller_mode: ControllerModeConfig::default(),
             metrics: MetricsConfig::default(),
@@ -160,6 +165,9 @@ impl BrokerConfig {
             return done;
         }
         if let Some(done) = self.pop.set(key, value) {
+            return done;
+        }
+        if let Some(done) = self.grpc.set(key, value) {
             return done;
         }
         if let Some(done) = self.ha.set(key, value) {

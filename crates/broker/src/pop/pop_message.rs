@@ -88,14 +88,15 @@ pub async fn pop_message(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outb
         max: h.max_msg_nums,
         order: h.order,
     };
-    let plan = plan(&shard, ask).await?;
+    let mut plan = plan(&shard, ask).await?;
     let deadline = born + h.poll_time;
     let pop_time = now_ms();
+    let order = plan.order;
     let how = |pop_time| Read {
         pop_time,
         invisible_time: h.invisible_time,
         init_mode: h.init_mode,
-        attempt: plan.order.then(|| h.attempt_id.clone().unwrap_or_default()),
+        attempt: order.then(|| h.attempt_id.clone().unwrap_or_default()),
         peek: false,
     };
     let mut reads = read_all(&shard, &plan, &how(pop_time)).await?;
@@ -112,6 +113,8 @@ pub async fn pop_message(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outb
         if now_ms() >= deadline {
             return Err(BrokerError::PollingTimeout("NO_MESSAGE_IN_QUEUE".into()));
         }
+        // Planned again: a retry topic the revive created meanwhile is read too.
+        plan = self::plan(&shard, ask).await?;
         reads = read_all(&shard, &plan, &how(now_ms())).await?;
     }
     let pop_time = reads
@@ -122,6 +125,7 @@ pub async fn pop_message(shard: Rc<Shard>, cmd: &RemotingCommand) -> Result<Outb
 }
 
 /// What a pop or peek asks for, before the checks.
+#[derive(Clone, Copy)]
 struct Ask<'a> {
     group: &'a str,
     topic: &'a str,

@@ -72,6 +72,12 @@ async fn turn(shard: &Rc<Shard>) {
                 for d in &items {
                     tables.revived(&key, d.offset, d.inflight.pop_time);
                 }
+                // Pops parked on the topic before its retry topic existed do not wait on
+                // the retry topic: wake them to read it now.
+                drop(tables);
+                if !key.topic.starts_with(topics::RETRY_GROUP_TOPIC_PREFIX) {
+                    shard.wake_parked(&key.topic, key.queue_id);
+                }
             }
             Err(e) => {
                 tracing::warn!(group = %key.group, topic = %key.topic, queue = key.queue_id, error = %e,

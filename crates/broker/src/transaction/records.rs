@@ -118,7 +118,8 @@ fn indexed_keys(props: &str) -> Vec<String> {
 }
 
 /// The half message `half` (stored at `half_phy`) committed to its real topic and queue: its
-/// properties without REAL_TOPIC, REAL_QID and TRAN_MSG, copied pair by pair.
+/// properties without REAL_TOPIC and REAL_QID, copied pair by pair. TRAN_MSG stays, as Java
+/// keeps it: consumers (and the gRPC endpoint's message type) see a transactional message.
 pub fn committed_record(
     shard: &Shard,
     half: &DecodedRecord<'_>,
@@ -133,7 +134,6 @@ pub fn committed_record(
         match k {
             keys::REAL_TOPIC => topic = Some(v),
             keys::REAL_QID => qid = v.parse::<u32>().ok(),
-            keys::TRAN_MSG => {}
             _ => properties::append(&mut props, k, v),
         }
     }

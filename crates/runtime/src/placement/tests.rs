@@ -54,6 +54,7 @@ fn threads_follow_the_workload() {
         shards: 2,
         namesrv: true,
         controller: false,
+        grpc: false,
         console_workers: 2,
     };
     let got: Vec<(String, Option<usize>)> = p
@@ -83,6 +84,7 @@ fn threads_follow_the_workload() {
         shards: 0,
         namesrv: true,
         controller: false,
+        grpc: false,
         console_workers: 0,
     };
     assert_eq!(p.threads(&namesrv_alone).len(), 2);
@@ -94,6 +96,15 @@ fn threads_follow_the_workload() {
     assert_eq!(
         (last.role, last.name, last.core),
         (Role::Controller, "ringmq-control".into(), None)
+    );
+    let with_grpc = Workload {
+        grpc: true,
+        ..namesrv_alone
+    };
+    let last = p.threads(&with_grpc).pop().unwrap();
+    assert_eq!(
+        (last.role, last.name, last.core),
+        (Role::Grpc, "ringmq-grpc".into(), None)
     );
 }
 

@@ -1,0 +1,469 @@
+//! Messages between the two protocols, as Java's proxy converts them (`GrpcConverter`,
+//! `SendMessageActivity`): a gRPC `Message` becomes the properties and flags of a Remoting send,
+//! and a stored record becomes a gRPC `Message` with its system properties (MD5 body digest in
+//! upper-case hex, delivery attempt = reconsume times + 1, the receipt handle).
+
+use std::collections::HashMap;
+
+use md5::{Digest as _, Md5};
+use prost_types::{Duration, Timestamp};
+
+use crate::pb::{
+    self, Code, DeadLetterQueue, Digest, DigestType, Encoding, MessageType, Resource,
+    SystemProperties,
+};
+use crate::status::GrpcError;
+use ringmq_protocol::message::{sys_flag, DecodedRecord};
+use ringmq_protocol::msg_id::{offset_msg_id, to_hex_upper};
+use ringmq_protocol::properties::{self, keys};
+
+/// Property keys a client may not set (Java's `MessageConst.STRING_HASH_SET`); they are not
+/// shown as user properties either.
+pub const SYSTEM_KEYS: &[&str] = &[
+    "TRACE_ON",
+    "MSG_REGION",
+    "KEYS",
+    "TAGS",
+    "WAIT",
+    "DELAY",
+    "RETRY_TOPIC",
+    "REAL_TOPIC",
+    "REAL_QID",
+    "TRAN_MSG",
+    "PGROUP",
+    "MIN_OFFSET",
+    "MAX_OFFSET",
+    "BUYER_ID",
+    "ORIGIN_MESSAGE_ID",
+    "TRANSFER_FLAG",
+    "CORRECTION_FLAG",
+    "MQ2_FLAG",
+    "RECONSUME_TIME",
+    "UNIQ_KEY",
+    "MAX_RECONSUME_TIMES",
+    "CONSUME_START_TIME",
+    "POP_CK",
+    "POP_CK_OFFSET",
+    "1ST_POP_TIME",
+    "TRAN_PREPARED_QUEUE_OFFSET",
+    "DUP_INFO",
+    "EXTEND_UNIQ_INFO",
+    "INSTANCE_ID",
+    "CORRELATION_ID",
+    "REPLY_TO_CLIENT",
+    "TTL",
+    "ARRIVE_TIME",
+    "PUSH_REPLY_TIME",
+    "CLUSTER",
+    "MSG_TYPE",
+    "INNER_MULTI_QUEUE_OFFSET",
+    "TIMER_DELAY_MS",
+    "TIMER_DELAY_SEC",
+    "TIMER_DELIVER_MS",
+    "TIMER_ENQUEUE_MS",
+    "TIMER_DEQUEUE_MS",
+    "TIMER_ROLL_TIMES",
+    "TIMER_OUT_MS",
+    "TIMER_DEL_UNIQKEY",
+    "TIMER_DELAY_LEVEL",
+    "__BORNHOST",
+    "BORN_TIMESTAMP",
+    "DLQ_ORIGIN_TOPIC",
+    "DLQ_ORIGIN_MESSAGE_ID",
+    "__CRC32#",
+];
+
+/// Shown in system properties, so not repeated among user properties.
+const SHOWN_ELSEWHERE: &[&str] = &[keys::SHARDING_KEY, TRACE_CONTEXT, keys::TRANSACTION_ID];
+
+/// The trace context property (`MessageConst.PROPERTY_TRACE_CONTEXT`).
+pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+
+/// Limits a sent message is held to (`ProxyConfig`'s defaults, the body limit the broker's).
+#[derive(Clone, Copy, Debug)]
+pub struct SendLimits {
+    pub max_body: usize,
+    pub max_user_properties: usize,
+    pub max_user_property_bytes: usize,
+    pub max_message_group: usize,
+    pub max_delay_ms: i64,
+    pub max_recovery_secs: i64,
+}
+
+impl Default for SendLimits {
+    fn default() -> SendLimits {
+        SendLimits {
+            max_body: 4 * 1024 * 1024,
+            max_user_properties: 128,
+            max_user_property_bytes: 16 * 1024,
+            max_message_group: 64,
+            max_delay_ms: 24 * 3600 * 1000,
+            max_recovery_secs: 3600,
+        }
+    }
+}
+
+/// A gRPC message as the Remoting send it becomes.
+#[derive(Debug)]
+pub struct Outgoing {
+    pub properties: String,
+    pub sys_flag: i32,
+    pub born_timestamp: i64,
+    pub reconsume_times: i32,
+    pub message_id: String,
+    pub message_group: Option<String>,
+    pub kind: MessageType,
+}
+
+fn bad(code: Code, message: impl Into<String>) -> GrpcError {
+    GrpcError::new(code, message)
+}
+
+/// Checks `m` and builds its Remoting form (`now_ms`: for delivery-time checks).
+pub fn outgoing(m: &pb::Message, limits: &SendLimits, now_ms: i64) -> Result<Outgoing, GrpcError> {
+    let sys = m.system_properties.clone().unwrap_or_default();
+    check_body(m, limits)?;
+    let mut props = user_properties(&m.user_properties, limits)?;
+    if sys.message_id.is_empty() {
+        return Err(bad(Code::IllegalMessageId, "message id is empty"));
+    }
+    properties::append(&mut props, keys::UNIQ_KEY, &sys.message_id);
+    if let Some(tag) = sys.tag.as_deref().filter(|t| !t.is_empty()) {
+        if tag.contains('|') || tag.chars().any(char::is_control) {
+            return Err(bad(
+                Code::IllegalMessageTag,
+                format!("tag {tag:?} is illegal"),
+            ));
+        }
+        properties::append(&mut props, keys::TAGS, tag);
+    }
+    let keys_joined = message_keys(&sys.keys)?;
+    if !keys_joined.is_empty() {
+        properties::append(&mut props, keys::KEYS, &keys_joined);
+    }
+    let group = message_group(&sys, limits)?;
+    if let Some(g) = &group {
+        properties::append(&mut props, keys::SHARDING_KEY, g);
+    }
+    if let Some(tc) = sys.trace_context.as_deref().filter(|t| !t.is_empty()) {
+        properties::append(&mut props, TRACE_CONTEXT, tc);
+    }
+    let kind = MessageType::try_from(sys.message_type).unwrap_or(MessageType::Unspecified);
+    let mut sys_flag = 0;
+    if kind == MessageType::Transaction {
+        sys_flag |= sys_flag::TRANSACTION_PREPARED;
+        properties::append(&mut props, keys::TRAN_MSG, "true");
+        if let Some(d) = &sys.orphaned_transaction_recovery_duration {
+            let secs = d.seconds.clamp(0, limits.max_recovery_secs);
+            properties::append(
+                &mut props,
+                keys::CHECK_IMMUNITY_TIME_IN_SECONDS,
+                &secs.to_string(),
+            );
+        }
+    }
+    if let Some(at) = &sys.delivery_timestamp {
+        let at_ms = timestamp_ms(at);
+        if at_ms - now_ms > limits.max_delay_ms {
+            return Err(bad(
+                Code::IllegalDeliveryTime,
+                format!(
+                    "delivery time is more than {} ms ahead",
+                    limits.max_delay_ms
+                ),
+            ));
+        }
+        if at_ms > now_ms {
+            properties::append(&mut props, keys::TIMER_DELIVER_MS, &at_ms.to_string());
+        }
+    }
+    if sys.body_encoding == Encoding::Gzip as i32 {
+        sys_flag |= sys_flag::COMPRESSED;
+    }
+    Ok(Outgoing {
+        properties: props,
+        sys_flag,
+        born_timestamp: sys.born_timestamp.as_ref().map_or(now_ms, timestamp_ms),
+        reconsume_times: sys.delivery_attempt.map_or(0, |a| (a - 1).max(0)),
+        message_id: sys.message_id,
+        message_group: group,
+        kind,
+    })
+}
+
+fn check_body(m: &pb::Message, limits: &SendLimits) -> Result<(), GrpcError> {
+    if m.body.is_empty() {
+        return Err(bad(Code::MessageBodyEmpty, "message body is empty"));
+    }
+    if m.body.len() > limits.max_body {
+        return Err(bad(
+            Code::MessageBodyTooLarge,
+            format!(
+                "message body of {} bytes exceeds the limit of {} bytes",
+                m.body.len(),
+                limits.max_body
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The user properties, checked (`ProxyConfig` limits, reserved keys refused), encoded.
+fn user_properties(
+    user: &HashMap<String, String>,
+    limits: &SendLimits,
+) -> Result<String, GrpcError> {
+    if user.len() > limits.max_user_properties {
+        return Err(bad(
+            Code::MessagePropertiesTooLarge,
+            format!("more than {} user properties", limits.max_user_properties),
+        ));
+    }
+    let mut size = 0;
+    let mut out = String::new();
+    for (k, v) in user {
+        if SYSTEM_KEYS.contains(&k.as_str()) || SHOWN_ELSEWHERE.contains(&k.as_str()) {
+            return Err(bad(
+                Code::IllegalMessagePropertyKey,
+                format!("property key {k:?} is reserved"),
+            ));
+        }
+        if k.is_empty()
+            || k.chars()
+                .chain(v.chars())
+                .any(|c| c == '\u{1}' || c == '\u{2}')
+        {
+            return Err(bad(
+                Code::IllegalMessagePropertyKey,
+                format!("property {k:?} is empty or holds a separator character"),
+            ));
+        }
+        size += k.len() + v.len();
+        if !v.is_empty() {
+            properties::append(&mut out, k, v);
+        }
+    }
+    if size > limits.max_user_property_bytes {
+        return Err(bad(
+            Code::MessagePropertiesTooLarge,
+            format!(
+                "user properties of {size} bytes exceed the limit of {} bytes",
+                limits.max_user_property_bytes
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+fn message_keys(keys_in: &[String]) -> Result<String, GrpcError> {
+    for k in keys_in {
+        if k.trim().is_empty() || k.contains(' ') || k.chars().any(char::is_control) {
+            return Err(bad(
+                Code::IllegalMessageKey,
+                format!("message key {k:?} is illegal"),
+            ));
+        }
+    }
+    Ok(keys_in.join(keys::KEY_SEPARATOR))
+}
+
+fn message_group(sys: &SystemProperties, limits: &SendLimits) -> Result<Option<String>, GrpcError> {
+    let Some(g) = sys.message_group.as_deref().filter(|g| !g.is_empty()) else {
+        return Ok(None);
+    };
+    if g.len() >= limits.max_message_group || g.chars().any(char::is_control) {
+        return Err(bad(
+            Code::IllegalMessageGroup,
+            format!(
+                "message group must be under {} bytes, without control characters",
+                limits.max_message_group
+            ),
+        ));
+    }
+    Ok(Some(g.to_string()))
+}
+
+pub fn timestamp_ms(t: &Timestamp) -> i64 {
+    t.seconds
+        .saturating_mul(1000)
+        .saturating_add(i64::from(t.nanos / 1_000_000))
+}
+
+pub fn timestamp(ms: i64) -> Timestamp {
+    Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
+    }
+}
+
+pub fn duration_ms(d: &Duration) -> i64 {
+    d.seconds
+        .saturating_mul(1000)
+        .saturating_add(i64::from(d.nanos / 1_000_000))
+}
+
+pub fn duration(ms: i64) -> Duration {
+    Duration {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
+    }
+}
+
+/// The message type a stored message shows (`GrpcConverter`'s order of checks).
+pub fn message_type_of(props: &str) -> MessageType {
+    let has = |k| properties::get(props, k).is_some();
+    if properties::get(props, keys::TRAN_MSG) == Some("true") {
+        MessageType::Transaction
+    } else if has(keys::DELAY) || has(keys::TIMER_DELIVER_MS) || has(keys::TIMER_DELAY_SEC) {
+        MessageType::Delay
+    } else if has(keys::SHARDING_KEY) {
+        MessageType::Fifo
+    } else {
+        MessageType::Normal
+    }
+}
+
+/// MD5 of `body` in upper-case hex, the digest clients check.
+pub fn md5_upper(body: &[u8]) -> String {
+    to_hex_upper(&Md5::digest(body))
+}
+
+/// A stored record as a delivered gRPC message: `topic` is the topic the client asked for,
+/// `handle` its receipt handle (none for a transaction check's message).
+pub fn incoming(r: &DecodedRecord<'_>, topic: &str, handle: Option<String>) -> pb::Message {
+    let p = r.properties;
+    let get = |k| properties::get(p, k);
+    let user_properties = properties::pairs(p)
+        .filter(|(k, _)| !SYSTEM_KEYS.contains(k) && !SHOWN_ELSEWHERE.contains(k))
+        .filter(|(k, _)| !k.starts_with(keys::TRANSIENT_PREFIX))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let message_id = get(keys::UNIQ_KEY)
+        .map(str::to_string)
+        .unwrap_or_else(|| offset_msg_id(r.store_host, r.phy_offset));
+    let delivery = get(keys::TIMER_DELIVER_MS).and_then(|v| v.parse::<i64>().ok());
+    let dead_letter_queue = match (
+        get(keys::DLQ_ORIGIN_TOPIC),
+        get(keys::DLQ_ORIGIN_MESSAGE_ID),
+    ) {
+        (Some(t), Some(id)) => Some(DeadLetterQueue {
+            topic: t.to_string(),
+            message_id: id.to_string(),
+        }),
+        _ => None,
+    };
+    let sys = SystemProperties {
+        tag: get(keys::TAGS).map(str::to_string),
+        keys: get(keys::KEYS)
+            .map(|k| {
+                k.split(' ')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        message_id,
+        body_digest: Some(Digest {
+            r#type: DigestType::Md5 as i32,
+            checksum: md5_upper(r.body),
+        }),
+        body_encoding: if r.sys_flag & sys_flag::COMPRESSED != 0 {
+            Encoding::Gzip as i32
+        } else {
+            Encoding::Identity as i32
+        },
+        message_type: message_type_of(p) as i32,
+        born_timestamp: Some(timestamp(r.born_timestamp)),
+        born_host: r.born_host.to_string(),
+        store_timestamp: Some(timestamp(r.store_timestamp)),
+        store_host: r.store_host.to_string(),
+        delivery_timestamp: delivery.map(timestamp),
+        receipt_handle: handle,
+        queue_id: r.queue_id,
+        queue_offset: Some(r.queue_offset),
+        delivery_attempt: Some(r.reconsume_times.saturating_add(1)),
+        message_group: get(keys::SHARDING_KEY).map(str::to_string),
+        trace_context: get(TRACE_CONTEXT).map(str::to_string),
+        dead_letter_queue,
+        ..Default::default()
+    };
+    pb::Message {
+        topic: Some(Resource {
+            resource_namespace: String::new(),
+            name: topic.to_string(),
+        }),
+        user_properties,
+        system_properties: Some(sys),
+        body: bytes::Bytes::copy_from_slice(r.body),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: &str, body: &'static [u8]) -> pb::Message {
+        pb::Message {
+            topic: Some(Resource {
+                resource_namespace: String::new(),
+                name: "T".into(),
+            }),
+            user_properties: [("color".to_string(), "red".to_string())].into(),
+            system_properties: Some(SystemProperties {
+                tag: Some("TagA".into()),
+                keys: vec!["k1".into(), "k2".into()],
+                message_id: id.into(),
+                message_type: MessageType::Normal as i32,
+                ..Default::default()
+            }),
+            body: bytes::Bytes::from_static(body),
+        }
+    }
+
+    #[test]
+    fn a_message_becomes_remoting_properties() {
+        let o = outgoing(&message("ID1", b"hi"), &SendLimits::default(), 0).unwrap();
+        assert_eq!(properties::get(&o.properties, keys::UNIQ_KEY), Some("ID1"));
+        assert_eq!(properties::get(&o.properties, keys::TAGS), Some("TagA"));
+        assert_eq!(properties::get(&o.properties, keys::KEYS), Some("k1 k2"));
+        assert_eq!(properties::get(&o.properties, "color"), Some("red"));
+        assert_eq!(o.sys_flag, 0);
+    }
+
+    #[test]
+    fn bad_messages_get_their_codes() {
+        let limits = SendLimits::default();
+        let code = |m: &pb::Message| outgoing(m, &limits, 0).unwrap_err().code;
+        assert_eq!(code(&message("", b"x")), Code::IllegalMessageId);
+        assert_eq!(code(&message("A", b"")), Code::MessageBodyEmpty);
+        let mut m = message("A", b"x");
+        m.user_properties.insert("UNIQ_KEY".into(), "x".into());
+        assert_eq!(code(&m), Code::IllegalMessagePropertyKey);
+        let mut m = message("A", b"x");
+        m.system_properties.as_mut().unwrap().tag = Some("a|b".into());
+        assert_eq!(code(&m), Code::IllegalMessageTag);
+        let mut m = message("A", b"x");
+        m.system_properties.as_mut().unwrap().delivery_timestamp =
+            Some(timestamp(limits.max_delay_ms + 10));
+        assert_eq!(code(&m), Code::IllegalDeliveryTime);
+        let mut m = message("A", b"x");
+        m.system_properties.as_mut().unwrap().message_group = Some("g".repeat(64));
+        assert_eq!(code(&m), Code::IllegalMessageGroup);
+    }
+
+    #[test]
+    fn digest_is_upper_case_md5() {
+        assert_eq!(md5_upper(b"hello"), "5D41402ABC4B2A76B9719D911017C592");
+    }
+
+    #[test]
+    fn types_follow_the_converter() {
+        let p = properties::encode([(keys::SHARDING_KEY, "g")]);
+        assert_eq!(message_type_of(&p), MessageType::Fifo);
+        let p = properties::encode([(keys::TRAN_MSG, "true"), (keys::SHARDING_KEY, "g")]);
+        assert_eq!(message_type_of(&p), MessageType::Transaction);
+        let p = properties::encode([(keys::TIMER_DELIVER_MS, "5")]);
+        assert_eq!(message_type_of(&p), MessageType::Delay);
+        assert_eq!(message_type_of(""), MessageType::Normal);
+    }
+}

@@ -1,0 +1,286 @@
+// The RocketMQ 5 gRPC endpoint through the official Python SDK (rocketmq-python-client 5.1.2,
+// in the venv scripts/python5-env.sh makes; RINGMQ_PYTHON5 names its interpreter): producers
+// (normal, FIFO with message groups, transactional with a checker the broker calls back),
+// SimpleConsumer (receive, ack, change invisible duration, redelivery of what was not acked),
+// PushConsumer (assignments, retries with the server's backoff), FIFO order kept across a failed
+// attempt, and a message sent over gRPC read over Remoting. Each test runs one script of
+// tests/grpc_client/ against its own broker and checks the one JSON object it prints.
+
+use crate::raw_support::admin::{admin, create_topic};
+use crate::raw_support::pop::{pop_cmd, popped};
+use crate::raw_support::{Conn, RawBroker, GRPC};
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use ringmq::protocol::codes::response_code;
+use ringmq::protocol::properties;
+use serde_json::Value;
+
+/// The scripts' own deadline (their watchdog exits 3 past it).
+const SCRIPT_DEADLINE_S: u64 = 80;
+
+/// The interpreter of the venv scripts/python5-env.sh makes. Missing is a failure, never a skip.
+fn python5() -> PathBuf {
+    match std::env::var_os("RINGMQ_PYTHON5") {
+        Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
+        other => panic!(
+            "RINGMQ_PYTHON5={other:?} is not an interpreter: run \
+             `export RINGMQ_PYTHON5=\"$(scripts/python5-env.sh)\"` (it installs \
+             rocketmq-python-client in a venv outside the clone); scripts/test.sh does it."
+        ),
+    }
+}
+
+/// Runs `script` against `broker`'s gRPC endpoint and returns its JSON result, which must say ok.
+fn run(broker: &RawBroker, script: &str, args: &[&str]) -> Value {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc_client");
+    let grpc = broker.grpc.expect("broker started with GRPC").to_string();
+    let timeout = SCRIPT_DEADLINE_S.to_string();
+    let out = Command::new(python5())
+        .current_dir(&dir)
+        .arg(dir.join(script))
+        .args(["--endpoint", &grpc, "--timeout", &timeout])
+        .args(args)
+        .env("RINGMQ_SDK_LOG", "stderr")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run the python script");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{script}: no JSON result ({e}); stdout: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(
+        v["ok"],
+        true,
+        "{script} failed: {v:#}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    v
+}
+
+fn start() -> RawBroker {
+    RawBroker::start(&[
+        GRPC,
+        "transactionTimeOut=1000",
+        "transactionCheckInterval=500",
+    ])
+}
+
+fn topic(b: &RawBroker, name: &str, attrs: Option<&str>) {
+    match attrs {
+        None => create_topic(b.namesrv, b.broker, name, 4),
+        Some(a) => {
+            let broker = b.broker.to_string();
+            admin(
+                b.namesrv,
+                &[
+                    "updateTopic",
+                    "-b",
+                    &broker,
+                    "-t",
+                    name,
+                    "-r",
+                    "4",
+                    "-w",
+                    "4",
+                    "-a",
+                    a,
+                ],
+            )
+            .ok();
+            create_topic(b.namesrv, b.broker, name, 4);
+        }
+    }
+}
+
+/// Ten messages with a tag, two keys and user properties go out and come back exactly once,
+/// with what was sent; then a Remoting POP of another group reads the same ten with their
+/// properties, keys and tags.
+#[test]
+fn python_producer_and_simple_consumer_then_remoting_reads_them() {
+    let b = start();
+    topic(&b, "GrpcT1", None);
+    let v = run(
+        &b,
+        "produce_consume.py",
+        &[
+            "--topic",
+            "GrpcT1",
+            "--group",
+            "GrpcG1",
+            "--count",
+            "10",
+            "--property",
+            "color=red",
+        ],
+    );
+    assert_eq!(v["distinct"], 10, "{v:#}");
+    assert_eq!(v["duplicates"], 0, "{v:#}");
+    for m in v["received"].as_array().unwrap() {
+        assert_eq!(m["tag"], "TagA", "{m}");
+        assert_eq!(m["properties"]["color"], "red", "{m}");
+        assert_eq!(m["delivery_attempt"], 1, "{m}");
+        assert_eq!(m["corrupted"], false, "{m}");
+    }
+    let sent: Vec<String> = v["sent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["message_id"].as_str().unwrap().to_string())
+        .collect();
+    let mut conn = Conn::connect(b.broker);
+    let mut seen = Vec::new();
+    for _ in 0..20 {
+        let r = conn.call(pop_cmd("GrpcT1", -1, 32, 60_000, 1000));
+        if r.code != response_code::SUCCESS {
+            continue;
+        }
+        for m in popped(&r) {
+            assert_eq!(properties::get(&m.properties, "TAGS"), Some("TagA"));
+            assert_eq!(properties::get(&m.properties, "color"), Some("red"));
+            assert_eq!(
+                properties::get(&m.properties, "KEYS").map(|k| k.split(' ').count()),
+                Some(2)
+            );
+            seen.push(
+                properties::get(&m.properties, "UNIQ_KEY")
+                    .unwrap()
+                    .to_string(),
+            );
+        }
+        if seen.len() >= sent.len() {
+            break;
+        }
+    }
+    seen.sort();
+    let mut want = sent.clone();
+    want.sort();
+    assert_eq!(seen, want, "Remoting POP reads what gRPC sent");
+}
+
+/// A message not acked comes back after its invisible time with delivery attempt 2; one whose
+/// invisible time was changed is acked with the new handle and never comes back.
+#[test]
+fn python_simple_consumer_redelivers_what_was_not_acked() {
+    let b = start();
+    topic(&b, "GrpcT2", None);
+    let v = run(
+        &b,
+        "redeliver.py",
+        &["--topic", "GrpcT2", "--group", "GrpcG2"],
+    );
+    assert_eq!(v["unacked"]["redelivered"], true, "{v:#}");
+    assert_eq!(v["unacked"]["redelivery_attempt"], 2, "{v:#}");
+    assert_eq!(v["changed"]["handle_changed"], true, "{v:#}");
+    assert!(v["changed"]["ack_error"].is_null(), "{v:#}");
+    assert_eq!(
+        v["unexpected_redeliveries"].as_array().unwrap().len(),
+        0,
+        "{v:#}"
+    );
+}
+
+/// A push consumer's failed message comes back with the server's backoff (1 s, then 5 s) and
+/// delivery attempts 2 and 3; the others are delivered once.
+#[test]
+fn python_push_consumer_retries_with_the_server_backoff() {
+    let b = start();
+    topic(&b, "GrpcT3", None);
+    let v = run(
+        &b,
+        "push_consumer.py",
+        &[
+            "--topic",
+            "GrpcT3",
+            "--group",
+            "GrpcG3",
+            "--count",
+            "4",
+            "--fail-indices",
+            "0",
+            "--fail-times",
+            "2",
+        ],
+    );
+    let msgs = v["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["attempts"], serde_json::json!([1, 2, 3]), "{v:#}");
+    // The 1 s backoff of the first retry is not stretched by a parked receive.
+    let first_gap = msgs[0]["gaps_s"][0].as_f64().unwrap();
+    assert!(first_gap < 4.0, "first retry after {first_gap} s: {v:#}");
+    for m in &msgs[1..] {
+        assert_eq!(m["attempts"], serde_json::json!([1]), "{v:#}");
+    }
+    assert_eq!(v["deliveries_after_success"], 0, "{v:#}");
+}
+
+/// FIFO: three message groups on a FIFO topic, an orderly group; each group is consumed in
+/// send order, also when one message fails once and is retried.
+#[test]
+fn python_fifo_keeps_order_per_message_group_across_a_failure() {
+    let b = start();
+    topic(&b, "GrpcFifo", Some("+message.type=FIFO"));
+    admin(
+        b.namesrv,
+        &[
+            "updateSubGroup",
+            "-b",
+            &b.broker.to_string(),
+            "-g",
+            "GrpcFifoG",
+            "-o",
+            "true",
+        ],
+    )
+    .ok();
+    let v = run(
+        &b,
+        "fifo.py",
+        &[
+            "--topic",
+            "GrpcFifo",
+            "--group",
+            "GrpcFifoG",
+            "--groups",
+            "3",
+            "--per-group",
+            "5",
+            "--consumer",
+            "push",
+            "--fail-seq",
+            "2",
+        ],
+    );
+    assert_eq!(v["fifo_mode"], true, "{v:#}");
+    assert_eq!(v["violations"].as_array().unwrap().len(), 0, "{v:#}");
+    assert!(
+        v["missing"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|m| m.as_array().unwrap().is_empty()),
+        "{v:#}"
+    );
+}
+
+/// Transactions: committed by the producer, rolled back, and left unknown until the broker's
+/// check calls the checker back over Telemetry, which commits it; exactly the two committed
+/// messages arrive, as TRANSACTION messages.
+#[test]
+fn python_transactional_producer_is_checked_back() {
+    let b = start();
+    topic(&b, "GrpcTx", Some("+message.type=TRANSACTION"));
+    let v = run(
+        &b,
+        "transaction.py",
+        &["--topic", "GrpcTx", "--group", "GrpcTxG"],
+    );
+    let calls = v["checker_calls"].as_array().unwrap();
+    assert!(calls.iter().any(|c| c["role"] == "unknown"), "{v:#}");
+    assert_eq!(v["missing"].as_array().unwrap().len(), 0, "{v:#}");
+    assert_eq!(v["unexpected"].as_array().unwrap().len(), 0, "{v:#}");
+}
