@@ -203,6 +203,20 @@ fn start_serve_console(
 /// The port of the web console `serve` starts unless told otherwise.
 const DEFAULT_CONSOLE_PORT: u16 = 8080;
 
+/// Prints one of the lines scripts and tests read to find the listening addresses. A closed
+/// stdout (a supervisor that stopped reading) must not stop the process: the failure is
+/// logged, not a panic.
+macro_rules! announce {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout();
+        let written = writeln!(out, $($arg)*).and_then(|()| out.flush());
+        if let Err(e) = written {
+            tracing::debug!(error = %e, "address line not printed: stdout is closed");
+        }
+    }};
+}
+
 /// Blocks until SIGINT or SIGTERM.
 fn wait_for_signal() {
     static STOP: AtomicBool = AtomicBool::new(false);
@@ -271,7 +285,7 @@ fn run(cli: Cli) -> Result<(), String> {
             tracing::info!(config = ?cfg, "effective controller configuration");
             let c = ringmq::controller::start_controller(cfg)?;
             // Tests and scripts read this line.
-            println!("controller listening on {}", c.addr);
+            announce!("controller listening on {}", c.addr);
             wait_for_signal();
             c.shutdown();
             Ok(())
@@ -286,7 +300,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let plan = ringmq::runtime::placement::ThreadPlan::for_this_process(false);
             let console = ringmq::console::start_console(&plan, listen, namesrv, console_hosts)
                 .map_err(|e| format!("web console on {listen}: {e}"))?;
-            println!("console listening on {}", console.addr);
+            announce!("console listening on {}", console.addr);
             wait_for_signal();
             console.shutdown();
             Ok(())
@@ -312,7 +326,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             let tls = TlsContext::load(&settings).map_err(|e| format!("tls: {e}"))?;
             let ns = start_namesrv_with(listen, Some(kv_config), tls).map_err(|e| e.to_string())?;
-            println!("namesrv listening on {}", ns.addr);
+            announce!("namesrv listening on {}", ns.addr);
             wait_for_signal();
             ns.shutdown();
             Ok(())
@@ -327,15 +341,15 @@ fn run(cli: Cli) -> Result<(), String> {
                     "not yet registered with every name server; clients may not find routes"
                 );
             }
-            println!("broker listening on {}", b.listen_addr);
+            announce!("broker listening on {}", b.listen_addr);
             if let Some(ha) = b.ha_addr {
-                println!("ha listening on {ha}");
+                announce!("ha listening on {ha}");
             }
             if let Some(m) = b.metrics_addr {
-                println!("metrics listening on http://{m}/metrics");
+                announce!("metrics listening on http://{m}/metrics");
             }
             if let Some(g) = &grpc {
-                println!("grpc listening on {}", g.addr);
+                announce!("grpc listening on {}", g.addr);
             }
             wait_for_signal();
             drop(grpc);
@@ -401,21 +415,21 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             // Tests and scripts read these lines to find ephemeral ports.
             if let Some(c) = &controller {
-                println!("controller listening on {}", c.addr);
+                announce!("controller listening on {}", c.addr);
             }
-            println!("namesrv listening on {}", ns.addr);
-            println!("broker listening on {}", b.listen_addr);
+            announce!("namesrv listening on {}", ns.addr);
+            announce!("broker listening on {}", b.listen_addr);
             if let Some(ha) = b.ha_addr {
-                println!("ha listening on {ha}");
+                announce!("ha listening on {ha}");
             }
             if let Some(m) = b.metrics_addr {
-                println!("metrics listening on http://{m}/metrics");
+                announce!("metrics listening on http://{m}/metrics");
             }
             if let Some(c) = &console {
-                println!("console listening on {}", c.addr);
+                announce!("console listening on {}", c.addr);
             }
             if let Some(g) = &grpc {
-                println!("grpc listening on {}", g.addr);
+                announce!("grpc listening on {}", g.addr);
             }
             wait_for_signal();
             drop(grpc);

@@ -59,6 +59,8 @@ fn serve_ha(dir: &std::path::Path, port: u16) -> (Served, SocketAddr, SocketAddr
             "serve",
             "--console-listen",
             "off",
+            "--grpc-listen",
+            "off",
             "--namesrv-listen",
             "127.0.0.1:0",
             "--broker-listen",

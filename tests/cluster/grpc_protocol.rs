@@ -350,32 +350,3 @@ fn tls_and_plaintext_share_the_port_and_garbage_is_contained() {
         assert_eq!(code(&r.status), Code::Ok as i32);
     });
 }
-
-/// The endpoint does not check access control yet: with it on, an explicitly asked-for
-/// endpoint stops the start with the reason, rather than letting anyone past it.
-#[test]
-fn access_control_on_refuses_an_unchecked_endpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringmq"))
-        .args([
-            "serve",
-            "--namesrv-listen",
-            "127.0.0.1:0",
-            "--console-listen",
-            "off",
-        ])
-        .args([
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--broker-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--store-dir")
-        .arg(dir.path())
-        .args(["-o", "authenticationEnabled=true"])
-        .output()
-        .expect("run ringmq serve");
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("access control is on"), "{err}");
-}

@@ -6,9 +6,9 @@
 // attempt, and a message sent over gRPC read over Remoting. Each test runs one script of
 // tests/grpc_client/ against its own broker and checks the one JSON object it prints.
 
-use crate::raw_support::admin::{admin, create_topic};
+use crate::raw_support::admin::{admin, admin_until_ok, create_topic};
 use crate::raw_support::pop::{pop_cmd, popped};
-use crate::raw_support::{Conn, RawBroker, GRPC};
+use crate::raw_support::{create_topic_cmd, Conn, RawBroker, GRPC};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -34,6 +34,13 @@ fn python5() -> PathBuf {
 
 /// Runs `script` against `broker`'s gRPC endpoint and returns its JSON result, which must say ok.
 fn run(broker: &RawBroker, script: &str, args: &[&str]) -> Value {
+    let (v, stderr) = run_script(broker, script, args);
+    assert_eq!(v["ok"], true, "{script} failed: {v:#}\nstderr: {stderr}");
+    v
+}
+
+/// Runs `script` and returns its JSON result and its stderr, whatever it says.
+fn run_script(broker: &RawBroker, script: &str, args: &[&str]) -> (Value, String) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc_client");
     let grpc = broker.grpc.expect("broker started with GRPC").to_string();
     let timeout = SCRIPT_DEADLINE_S.to_string();
@@ -54,13 +61,7 @@ fn run(broker: &RawBroker, script: &str, args: &[&str]) -> Value {
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    assert_eq!(
-        v["ok"],
-        true,
-        "{script} failed: {v:#}\nstderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    v
+    (v, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 fn start() -> RawBroker {
@@ -283,4 +284,65 @@ fn python_transactional_producer_is_checked_back() {
     assert!(calls.iter().any(|c| c["role"] == "unknown"), "{v:#}");
     assert_eq!(v["missing"].as_array().unwrap().len(), 0, "{v:#}");
     assert_eq!(v["unexpected"].as_array().unwrap().len(), 0, "{v:#}");
+}
+
+/// With access control on, the SDK's signed calls (HMAC-SHA1 of `x-mq-date-time` in the
+/// `authorization` header) pass as the user they name, and a wrong secret is refused
+/// (UNAUTHORIZED) before anything is sent or registered.
+#[test]
+fn python_clients_pass_access_control_with_their_credentials_only() {
+    const ROOT_PW: &str = "root-secret-1";
+    let b = RawBroker::start(&[
+        GRPC,
+        "authenticationEnabled=true",
+        r#"initAuthenticationUser={"username":"root","password":"root-secret-1"}"#,
+    ]);
+    let mut c = Conn::connect(b.broker);
+    let mut create = create_topic_cmd("GrpcAcl", 4);
+    ringmq::auth::signature::sign_request(&mut create, "root", ROOT_PW).expect("sign");
+    assert_eq!(c.call(create).code, response_code::SUCCESS);
+    admin_until_ok(b.namesrv, &["topicRoute", "-t", "GrpcAcl"]);
+    let v = run(
+        &b,
+        "produce_consume.py",
+        &[
+            "--topic",
+            "GrpcAcl",
+            "--group",
+            "GrpcAclG",
+            "--count",
+            "3",
+            "--access-key",
+            "root",
+            "--secret-key",
+            ROOT_PW,
+        ],
+    );
+    assert_eq!(v["distinct"], 3, "{v:#}");
+    let (bad, stderr) = run_script(
+        &b,
+        "produce_consume.py",
+        &[
+            "--topic",
+            "GrpcAcl",
+            "--group",
+            "GrpcAclG",
+            "--count",
+            "1",
+            "--access-key",
+            "root",
+            "--secret-key",
+            "wrong",
+            "--timeout",
+            "30",
+        ],
+    );
+    assert_eq!(bad["ok"], false, "{bad:#}");
+    let said = format!("{bad}{stderr}");
+    assert!(
+        said.contains("40100")
+            || said.contains("UNAUTHORIZED")
+            || said.contains("check signature failed"),
+        "{said}"
+    );
 }

@@ -44,6 +44,18 @@ pub enum AuthRefusal {
     Authorization(String),
 }
 
+/// How a request proves who sent it.
+#[derive(Clone, Copy, Debug)]
+pub enum Proof<'a> {
+    /// Remoting: the `Signature` ext field over the other fields and the body.
+    Remoting,
+    /// gRPC: the `authorization` header's signature over the `x-mq-date-time` value.
+    Grpc {
+        date_time: &'a str,
+        signature: &'a str,
+    },
+}
+
 /// The requests ACL 1.0 (`PlainAccessResource.parse`) checks against an account's topic and
 /// group permissions.
 pub const V1_RESOURCE_CODES: &[i32] = &[
@@ -136,6 +148,17 @@ impl AuthTable {
         cmd: &RemotingCommand,
         peer: IpAddr,
     ) -> Result<(), AuthRefusal> {
+        self.check_proved(settings, cmd, peer, Proof::Remoting)
+    }
+
+    /// As `check`, the user (`AccessKey`) proved by `proof`.
+    pub fn check_proved(
+        &self,
+        settings: &AuthSettings,
+        cmd: &RemotingCommand,
+        peer: IpAddr,
+        proof: Proof<'_>,
+    ) -> Result<(), AuthRefusal> {
         if self.global_white.iter().any(|w| w.contains(peer)) {
             return Ok(());
         }
@@ -179,13 +202,21 @@ impl AuthTable {
                 .get(&user.username)
                 .is_some_and(|w| w.contains(peer));
             if !whitelisted {
-                signature::verify(&user.password, &cmd.ext_fields, &cmd.body, cmd.version)
-                    .map_err(|e| {
-                        AuthRefusal::Authentication(match e {
-                            SignatureError::TooManyFields(_) => e.to_string(),
-                            _ => "check signature failed.".into(),
-                        })
-                    })?;
+                let verified = match proof {
+                    Proof::Remoting => {
+                        signature::verify(&user.password, &cmd.ext_fields, &cmd.body, cmd.version)
+                    }
+                    Proof::Grpc {
+                        date_time,
+                        signature,
+                    } => signature::verify_grpc(&user.password, date_time, signature),
+                };
+                verified.map_err(|e| {
+                    AuthRefusal::Authentication(match e {
+                        SignatureError::TooManyFields(_) => e.to_string(),
+                        _ => "check signature failed.".into(),
+                    })
+                })?;
             }
         }
         if !authz {

@@ -17,7 +17,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::auth::table::AuthRefusal;
+use crate::auth::table::{AuthRefusal, Proof};
 use crate::auth_state::{file_stamp, reread_plain_acl};
 use crate::protocol::codes::response_code as rc;
 use crate::protocol::RemotingCommand;
@@ -52,6 +52,25 @@ pub fn admit(
     }
     let resp = RemotingCommand::response_for(cmd, rc::NO_PERMISSION, Some(refusal.to_string()));
     Err(encode_frame(&resp))
+}
+
+/// The check of a request made in process for a gRPC call (`local::invoke`), its user proved
+/// by the call's own signature; a refusal is logged as a connection's is.
+pub fn admit_proved(
+    shard: &Shard,
+    peer: SocketAddr,
+    cmd: &RemotingCommand,
+    proof: Proof<'_>,
+) -> Result<(), AuthRefusal> {
+    let settings = &shard.ctx.auth;
+    if !settings.authentication && !settings.authorization {
+        return Ok(());
+    }
+    let checked = shard.with_auth_table(|t| t.check_proved(settings, cmd, peer.ip(), proof));
+    if let Err(r) = &checked {
+        log_refusal(shard.id, peer, cmd, r);
+    }
+    checked
 }
 
 thread_local! {

@@ -15,6 +15,9 @@ use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::auth::signature::ACCESS_KEY;
+use crate::auth::table::{AuthRefusal, Proof};
+use crate::auth_gate;
 use crate::clients;
 use crate::handler::BrokerHandler;
 use crate::protocol::body::TopicRouteData;
@@ -72,6 +75,15 @@ pub fn complete_answer(shard: &Shard, conn_id: u64, answer: RemotingCommand) -> 
         .is_some_and(|c| c.responses.complete(answer))
 }
 
+/// Who a gRPC call says it comes from, and its proof: the user of its `authorization` header
+/// and that header's signature over the call's `x-mq-date-time`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Signed {
+    pub access_key: String,
+    pub date_time: String,
+    pub signature: String,
+}
+
 /// Why an in-process request has no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum LocalError {
@@ -82,15 +94,39 @@ pub enum LocalError {
     Decode(String),
     #[error("the answer's body cannot be read from the commit log: {0}")]
     Read(std::io::Error),
+    /// Access control refused the request: who it is (`authentication`) or what it may do.
+    #[error("{reason}")]
+    Refused {
+        authentication: bool,
+        reason: String,
+    },
 }
 
 /// Runs `cmd` as if it came in on connection `conn` of `shard`, and returns the answer with
-/// its whole body in memory. Access control is the caller's: this is past the gate.
+/// its whole body in memory. With access control on, the request is checked first as the user
+/// `signed` names, proved by its signature.
 pub async fn invoke(
     shard: Rc<Shard>,
     conn: ConnInfo,
-    cmd: RemotingCommand,
+    mut cmd: RemotingCommand,
+    signed: Option<Signed>,
 ) -> Result<RemotingCommand, LocalError> {
+    if shard.ctx.auth.authentication || shard.ctx.auth.authorization {
+        let s = signed.unwrap_or_default();
+        if !s.access_key.is_empty() {
+            cmd.set_ext(ACCESS_KEY, &s.access_key);
+        }
+        let proof = Proof::Grpc {
+            date_time: &s.date_time,
+            signature: &s.signature,
+        };
+        if let Err(r) = auth_gate::admit_proved(&shard, conn.peer, &cmd, proof) {
+            return Err(LocalError::Refused {
+                authentication: matches!(r, AuthRefusal::Authentication(_)),
+                reason: r.to_string(),
+            });
+        }
+    }
     let handler = Rc::new(BrokerHandler {
         shard: shard.clone(),
         fast_port: false,

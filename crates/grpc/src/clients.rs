@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use ringmq_broker::local;
+use ringmq_broker::local::{self, Signed};
 use ringmq_protocol::codes::language_code;
+use ringmq_protocol::RemotingCommand;
 use ringmq_remoting::ConnInfo;
 use ringmq_remoting::Outbound;
 use ringmq_runtime::MailboxReceiver;
@@ -68,6 +69,8 @@ pub struct Client {
 }
 
 struct State {
+    /// The identity the client's latest call proved (its `authorization` header).
+    signed: Option<Signed>,
     settings: Option<pb::Settings>,
     telemetry: Option<TelemetryTx>,
     last_seen: Instant,
@@ -82,6 +85,31 @@ impl Client {
 
     pub fn touch(&self) {
         self.state().last_seen = Instant::now();
+    }
+
+    pub fn set_signed(&self, s: Option<Signed>) {
+        self.state().signed = s;
+    }
+
+    /// Runs `cmd` on the client's virtual connection, as the user its calls prove.
+    pub async fn invoke(
+        &self,
+        gw: &Gateway,
+        cmd: RemotingCommand,
+    ) -> Result<RemotingCommand, GrpcError> {
+        let signed = self.state().signed.clone();
+        gw.invoke(self.shard, self.conn.clone(), cmd, signed).await
+    }
+
+    /// As `invoke`, any code but SUCCESS an error.
+    pub async fn invoke_ok(
+        &self,
+        gw: &Gateway,
+        cmd: RemotingCommand,
+    ) -> Result<RemotingCommand, GrpcError> {
+        let signed = self.state().signed.clone();
+        gw.invoke_ok(self.shard, self.conn.clone(), cmd, signed)
+            .await
     }
 
     pub fn settings(&self) -> Option<pb::Settings> {
@@ -176,6 +204,7 @@ impl Clients {
             conn: vc.info,
             language: meta.language,
             state: Mutex::new(State {
+                signed: None,
                 settings: None,
                 telemetry: None,
                 last_seen: Instant::now(),

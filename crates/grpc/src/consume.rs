@@ -197,7 +197,7 @@ pub async fn receive(
 ) -> Result<Vec<pb::Message>, GrpcError> {
     let rcv = check_receive(s, &r, deadline_ms)?;
     let cmd = pop_command(s, &rcv, crate::now_ms())?;
-    let answer = ep.gateway.invoke(s.shard, s.conn.clone(), cmd).await?;
+    let answer = s.invoke(&ep.gateway, cmd).await?;
     match answer.code {
         rc::SUCCESS => {}
         rc::POLLING_TIMEOUT | rc::PULL_NOT_FOUND | rc::NO_MESSAGE => return Ok(Vec::new()),
@@ -271,7 +271,7 @@ async fn dead_letter(
         max_reconsume_times: Some(0),
     }
     .write_to(&mut cmd);
-    ep.gateway.invoke_ok(s.shard, s.conn.clone(), cmd).await?;
+    s.invoke_ok(&ep.gateway, cmd).await?;
     ack_one(ep, s, &rcv.group, &rcv.topic, handle).await
 }
 
@@ -378,7 +378,7 @@ pub async fn ack_one(
         offset,
     }
     .write_to(&mut cmd);
-    ep.gateway.invoke_ok(s.shard, s.conn.clone(), cmd).await?;
+    s.invoke_ok(&ep.gateway, cmd).await?;
     Ok(())
 }
 
@@ -455,7 +455,7 @@ pub async fn change_invisible_duration(
         invisible_time: ms,
     }
     .write_to(&mut cmd);
-    let answer = ep.gateway.invoke_ok(s.shard, s.conn.clone(), cmd).await?;
+    let answer = s.invoke_ok(&ep.gateway, cmd).await?;
     let a = ChangeInvisibleTimeResponseHeader::from_command(&answer)
         .map_err(|e| GrpcError::internal(format!("change answer: {e}")))?;
     // The new handle: the message's own offset as its checkpoint (Java's client builds it so).
@@ -509,7 +509,7 @@ pub async fn forward_to_dlq(
         max_reconsume_times: Some(0),
     }
     .write_to(&mut cmd);
-    ep.gateway.invoke_ok(s.shard, s.conn.clone(), cmd).await?;
+    s.invoke_ok(&ep.gateway, cmd).await?;
     ack_one(ep, s, &group, &topic, &r.receipt_handle).await
 }
 

@@ -5,13 +5,14 @@
 use std::future::Future;
 use std::rc::Rc;
 
-use ringmq_broker::local::{self, LocalError};
+use ringmq_broker::local::{self, LocalError, Signed};
 use ringmq_broker::Shard;
 use ringmq_protocol::codes::response_code as rc;
 use ringmq_protocol::RemotingCommand;
 use ringmq_remoting::ConnInfo;
 use ringmq_runtime::Mesh;
 
+use crate::pb::Code;
 use crate::status::GrpcError;
 
 /// Reaches the broker's shards from the gRPC thread. Cheap to clone.
@@ -48,18 +49,26 @@ impl Gateway {
         self.mesh.post(target, Box::new(f)).is_ok()
     }
 
-    /// Runs Remoting request `cmd` on connection `conn` of shard `target` and returns the
-    /// broker's answer, whatever its code.
+    /// Runs Remoting request `cmd` on connection `conn` of shard `target`, as the user `signed`
+    /// proves, and returns the broker's answer, whatever its code.
     pub async fn invoke(
         &self,
         target: usize,
         conn: ConnInfo,
         cmd: RemotingCommand,
+        signed: Option<Signed>,
     ) -> Result<RemotingCommand, GrpcError> {
         let answer = self
-            .on(target, move |s| local::invoke(s, conn, cmd))
+            .on(target, move |s| local::invoke(s, conn, cmd, signed))
             .await?;
-        answer.map_err(|e: LocalError| GrpcError::internal(e.to_string()))
+        answer.map_err(|e: LocalError| match e {
+            LocalError::Refused {
+                authentication: true,
+                reason,
+            } => GrpcError::new(Code::Unauthorized, reason),
+            LocalError::Refused { reason, .. } => GrpcError::new(Code::Forbidden, reason),
+            other => GrpcError::internal(other.to_string()),
+        })
     }
 
     /// As `invoke`, with any code but SUCCESS an error.
@@ -68,8 +77,9 @@ impl Gateway {
         target: usize,
         conn: ConnInfo,
         cmd: RemotingCommand,
+        signed: Option<Signed>,
     ) -> Result<RemotingCommand, GrpcError> {
-        let answer = self.invoke(target, conn, cmd).await?;
+        let answer = self.invoke(target, conn, cmd, signed).await?;
         if answer.code == rc::SUCCESS {
             Ok(answer)
         } else {

@@ -186,10 +186,7 @@ async fn send_one(
         ..Default::default()
     }
     .write_to_v2(&mut cmd);
-    let answer = ep
-        .gateway
-        .invoke_ok(s.shard, s.conn.clone(), cmd.with_body(body))
-        .await?;
+    let answer = s.invoke_ok(&ep.gateway, cmd.with_body(body)).await?;
     let h = SendMessageResponseHeader::from_command(&answer)
         .map_err(|e| GrpcError::internal(format!("send answer: {e}")))?;
     let mut transaction_id = String::new();
@@ -257,7 +254,7 @@ pub async fn end_transaction(
         topic: Some(topic),
     }
     .write_to(&mut cmd);
-    ep.gateway.invoke_ok(s.shard, s.conn.clone(), cmd).await?;
+    s.invoke_ok(&ep.gateway, cmd).await?;
     Ok(())
 }
 

@@ -13,6 +13,8 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use crate::clients::{Client, ClientMeta};
+use ringmq_broker::local::Signed;
+
 use crate::endpoint::Endpoint;
 use crate::pb::messaging_service_server::MessagingService;
 use crate::pb::{self, Code};
@@ -45,6 +47,27 @@ pub fn deadline_ms(md: &MetadataMap) -> Option<i64> {
     })
 }
 
+/// The identity a call claims: `authorization` is `MQv2-HMAC-SHA1 Credential=<ak>[/...],
+/// SignedHeaders=x-mq-date-time, Signature=<hex>`, signed over `x-mq-date-time`.
+pub fn signed(md: &MetadataMap) -> Option<Signed> {
+    let auth = header(md, "authorization");
+    let (_, fields) = auth.split_once(' ')?;
+    let mut out = Signed {
+        date_time: header(md, "x-mq-date-time").to_string(),
+        ..Signed::default()
+    };
+    for f in fields.split(',') {
+        match f.trim().split_once('=') {
+            Some(("Credential", v)) => {
+                out.access_key = v.split('/').next().unwrap_or("").to_string()
+            }
+            Some(("Signature", v)) => out.signature = v.to_string(),
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
 impl Service {
     /// The calling client, known from its first call on.
     async fn client<T>(&self, r: &Request<T>) -> Result<Arc<Client>, GrpcError> {
@@ -75,6 +98,7 @@ impl Service {
             tokio::spawn(telemetry::relay(self.ep.clone(), s.clone(), outbox));
         }
         s.touch();
+        s.set_signed(signed(md));
         Ok(s)
     }
 }
@@ -293,6 +317,28 @@ impl MessagingService for Service {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn authorization_names_the_user_and_the_signature() {
+        let mut md = MetadataMap::new();
+        md.insert("x-mq-date-time", "20261208T014500Z".parse().unwrap());
+        md.insert(
+            "authorization",
+            "MQv2-HMAC-SHA1 Credential=alice/x, SignedHeaders=x-mq-date-time, Signature=ab12"
+                .parse()
+                .unwrap(),
+        );
+        let s = signed(&md).unwrap();
+        assert_eq!(
+            (
+                s.access_key.as_str(),
+                s.signature.as_str(),
+                s.date_time.as_str()
+            ),
+            ("alice", "ab12", "20261208T014500Z")
+        );
+        assert_eq!(signed(&MetadataMap::new()), None);
+    }
 
     #[test]
     fn grpc_timeout_parses() {

@@ -52,19 +52,6 @@ pub fn start(
             cfg.grpc.port_explicit,
         ),
     };
-    let auth = &cfg.auth;
-    if auth.authentication_enabled || auth.authorization_enabled || auth.acl_enable {
-        // The endpoint does not check its `authorization` header yet: serving it would let
-        // anyone past the access control the Remoting ports enforce.
-        let why = "access control is on, and the gRPC endpoint does not check it yet";
-        if explicit {
-            return Err(format!(
-                "gRPC endpoint on {addr}: {why} (--grpc-listen off or enableGrpcServer=false)"
-            ));
-        }
-        tracing::warn!("no gRPC endpoint: {why}");
-        return Ok(None);
-    }
     let listener = match std::net::TcpListener::bind(addr) {
         Ok(l) => l,
         Err(e) if !explicit => {

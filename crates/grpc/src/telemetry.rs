@@ -135,7 +135,7 @@ pub async fn register(ep: &Endpoint, s: &Client, settings: &pb::Settings) -> Res
     let hb = heartbeat_data(&s.client_id, settings)?;
     let mut cmd = RemotingCommand::new_request(req::HEART_BEAT).with_body(body::to_json(&hb));
     cmd.language = s.language;
-    ep.gateway.invoke_ok(s.shard, s.conn.clone(), cmd).await?;
+    s.invoke_ok(&ep.gateway, cmd).await?;
     Ok(())
 }
 
@@ -313,7 +313,7 @@ async fn unregister(
 ) -> Result<(), GrpcError> {
     let mut cmd = RemotingCommand::new_request(req::UNREGISTER_CLIENT);
     h.write_to(&mut cmd);
-    ep.gateway.invoke_ok(s.shard, s.conn.clone(), cmd).await?;
+    s.invoke_ok(&ep.gateway, cmd).await?;
     Ok(())
 }
 

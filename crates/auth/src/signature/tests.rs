@@ -157,3 +157,31 @@ fn too_many_fields_are_refused_before_hashing() {
         Err(SignatureError::TooManyFields(MAX_SIGNED_FIELDS + 1))
     );
 }
+
+/// The gRPC form: HmacSHA1 over the date-time string, hex in either case; anything else fails.
+#[test]
+fn grpc_signatures_are_checked_in_either_case() {
+    let sig = sign_grpc("secret", "20261208T014500Z");
+    assert_eq!(sig.len(), 40);
+    assert_eq!(verify_grpc("secret", "20261208T014500Z", &sig), Ok(()));
+    assert_eq!(
+        verify_grpc("secret", "20261208T014500Z", &sig.to_uppercase()),
+        Ok(())
+    );
+    assert_eq!(
+        verify_grpc("other", "20261208T014500Z", &sig),
+        Err(SignatureError::Mismatch)
+    );
+    assert_eq!(
+        verify_grpc("secret", "20261208T014501Z", &sig),
+        Err(SignatureError::Mismatch)
+    );
+    assert_eq!(
+        verify_grpc("secret", "x", "zz"),
+        Err(SignatureError::Mismatch)
+    );
+    assert_eq!(
+        verify_grpc("secret", "x", &"g".repeat(40)),
+        Err(SignatureError::Mismatch)
+    );
+}
