@@ -10,6 +10,7 @@
 //! stall timeout or a fatal error, so a run never hangs; exit code 0 = clean run, 1 = the run
 //! failed part-way (summary still printed), 2 = it could not start.
 
+mod grpc;
 mod lag;
 mod link;
 mod pacer;
@@ -59,6 +60,10 @@ enum Mode {
     PopRevive,
     /// Producer at --rate plus a long-polling consumer; latency = receipt - send time.
     E2e,
+    /// RocketMQ 5's SendMessage on the gRPC endpoint (--grpc), one message per call.
+    GrpcSend,
+    /// Drain a backlog (--prefill over Remoting) with gRPC ReceiveMessage + AckMessage.
+    GrpcReceive,
     /// A null broker on --listen that acknowledges every send (measures this generator).
     Sink,
     /// PNG charts (throughput, latency percentiles) of bench-peer.sh JSON lines (--input).
@@ -165,6 +170,9 @@ struct Args {
     /// The secret key --access-key signs with.
     #[arg(long, requires = "access_key")]
     secret_key: Option<String>,
+    /// gRPC modes: the endpoint (default: the broker's host, port 8081).
+    #[arg(long)]
+    grpc: Option<String>,
     /// Sink mode: address to listen on.
     #[arg(long, default_value = "127.0.0.1:19876")]
     listen: String,
@@ -315,6 +323,9 @@ fn run(a: &Args) -> Result<Summary, String> {
         Mode::Pull => run_pull(a, &target, &mut s)?,
         Mode::Pop => run_pop(a, &target, &mut s)?,
         Mode::E2e => run_e2e(a, &target, &mut s)?,
+        Mode::GrpcSend | Mode::GrpcReceive => {
+            grpc::run_mode(a, &target, &mut s, a.mode == Mode::GrpcReceive)?
+        }
         Mode::Sink | Mode::Plot | Mode::PopWake | Mode::PopRevive => {
             unreachable!("sink, plot and the pop probes are handled before run")
         }
@@ -655,6 +666,8 @@ fn a_label(m: Mode) -> &'static str {
         Mode::PopWake => "pop-wake",
         Mode::PopRevive => "pop-revive",
         Mode::E2e => "e2e",
+        Mode::GrpcSend => "grpc-send",
+        Mode::GrpcReceive => "grpc-receive",
         Mode::Sink => "sink",
         Mode::Plot => "plot",
     }

@@ -350,3 +350,91 @@ fn tls_and_plaintext_share_the_port_and_garbage_is_contained() {
         assert_eq!(code(&r.status), Code::Ok as i32);
     });
 }
+
+/// Several entries of one AckMessage go to the broker as one batch ack; each entry gets its
+/// own status (a handle that does not parse: INVALID_RECEIPT_HANDLE) and the answer says
+/// MULTIPLE_RESULTS; the acked messages are not received again.
+#[test]
+fn one_ack_of_several_entries_answers_each() {
+    use pb::receive_message_response::Content;
+    let b = RawBroker::start(&[GRPC]);
+    create_topic(b.namesrv, b.broker, "GrpcP4", 2);
+    runtime().block_on(async {
+        let mut c = client(b.grpc.unwrap()).await;
+        for i in 0..3 {
+            let m = pb::SendMessageRequest {
+                messages: vec![pb::Message {
+                    topic: resource("GrpcP4"),
+                    user_properties: Default::default(),
+                    system_properties: Some(pb::SystemProperties {
+                        message_id: format!("ACK{i}"),
+                        message_type: pb::MessageType::Normal as i32,
+                        ..Default::default()
+                    }),
+                    body: format!("m{i}").into_bytes().into(),
+                }],
+            };
+            let r = c.send_message(req(m, "java-4")).await.unwrap().into_inner();
+            assert_eq!(code(&r.status), Code::Ok as i32, "{:?}", r.status);
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let out = tokio_stream::wrappers::ReceiverStream::new(rx);
+        let mut inbound = c.telemetry(req(out, "java-4")).await.unwrap().into_inner();
+        tx.send(pb::TelemetryCommand {
+            status: None,
+            command: Some(pb::telemetry_command::Command::Settings(consumer_settings(
+                "GrpcPG4", "GrpcP4",
+            ))),
+        })
+        .await
+        .unwrap();
+        inbound.message().await.unwrap().expect("settings answer");
+        let mut handles = Vec::new();
+        while handles.len() < 3 {
+            let mut s = c
+                .receive_message(req(receive_request("GrpcPG4", "GrpcP4"), "java-4"))
+                .await
+                .unwrap()
+                .into_inner();
+            while let Some(f) = s.message().await.unwrap() {
+                if let Some(Content::Message(m)) = f.content {
+                    let sys = m.system_properties.unwrap();
+                    handles.push((sys.message_id, sys.receipt_handle.unwrap()));
+                }
+            }
+        }
+        let mut entries: Vec<pb::AckMessageEntry> = handles
+            .iter()
+            .map(|(id, h)| pb::AckMessageEntry {
+                message_id: id.clone(),
+                receipt_handle: h.clone(),
+                lite_topic: None,
+            })
+            .collect();
+        entries.push(pb::AckMessageEntry {
+            message_id: "BAD".into(),
+            receipt_handle: "not a handle".into(),
+            lite_topic: None,
+        });
+        let ack = pb::AckMessageRequest {
+            group: resource("GrpcPG4"),
+            topic: resource("GrpcP4"),
+            entries,
+        };
+        let r = c
+            .ack_message(req(ack, "java-4"))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(code(&r.status), Code::MultipleResults as i32, "{r:?}");
+        let codes: Vec<i32> = r.entries.iter().map(|e| code(&e.status)).collect();
+        let ok = Code::Ok as i32;
+        assert_eq!(
+            codes,
+            vec![ok, ok, ok, Code::InvalidReceiptHandle as i32],
+            "{r:?}"
+        );
+        let after = receive_statuses(&mut c, receive_request("GrpcPG4", "GrpcP4"), "java-4").await;
+        assert_eq!(after, vec![Code::MessageNotFound as i32, -2]);
+    });
+}

@@ -15,7 +15,10 @@ use ringmq_protocol::headers::{
     PopMessageRequestHeader, PopMessageResponseHeader,
 };
 use ringmq_protocol::message::{self, DecodedRecord};
-use ringmq_protocol::pop::{parse_start_offset_info, ExtraInfo, RetryFlag, PROPERTY_POP_CK};
+use ringmq_protocol::pop::{
+    parse_start_offset_info, BatchAck, BatchAckMessageRequestBody, ExtraInfo, RetryFlag,
+    PROPERTY_POP_CK,
+};
 use ringmq_protocol::properties;
 use ringmq_protocol::RemotingCommand;
 
@@ -361,6 +364,18 @@ pub async fn ack_one(
     topic: &str,
     handle: &str,
 ) -> Result<(), GrpcError> {
+    let cmd = ack_command(s, group, topic, handle)?;
+    s.invoke_ok(&ep.gateway, cmd).await?;
+    Ok(())
+}
+
+/// The ACK_MESSAGE of one receipt handle.
+fn ack_command(
+    s: &Client,
+    group: &str,
+    topic: &str,
+    handle: &str,
+) -> Result<RemotingCommand, GrpcError> {
     let h = handle_of(handle)?;
     let offset = h.queue_offset.ok_or_else(|| {
         GrpcError::new(
@@ -378,10 +393,13 @@ pub async fn ack_one(
         offset,
     }
     .write_to(&mut cmd);
-    s.invoke_ok(&ep.gateway, cmd).await?;
-    Ok(())
+    Ok(cmd)
 }
 
+/// Acks every entry: one ACK_MESSAGE for a single entry (its own status back), one
+/// BATCH_ACK_MESSAGE for several (the handles of each pop as a bit set, as Java's proxy does
+/// with `enableBatchAck`: one state record for all of them, not one each); a handle that does
+/// not parse gets INVALID_RECEIPT_HANDLE alone.
 pub async fn ack(
     ep: &Endpoint,
     s: &Client,
@@ -389,16 +407,121 @@ pub async fn ack(
 ) -> Result<Vec<pb::AckMessageResultEntry>, GrpcError> {
     let group = check_group(r.group.as_ref())?;
     let topic = check_topic(r.topic.as_ref())?;
-    let mut out = Vec::with_capacity(r.entries.len());
-    for e in r.entries {
+    if r.entries.len() == 1 {
+        let e = r.entries.into_iter().next().unwrap_or_default();
         let done = ack_one(ep, s, &group, &topic, &e.receipt_handle).await;
-        out.push(pb::AckMessageResultEntry {
+        return Ok(vec![pb::AckMessageResultEntry {
             message_id: e.message_id,
             receipt_handle: e.receipt_handle,
             status: Some(status::status_of(&done)),
-        });
+        }]);
     }
-    Ok(out)
+    let handles: Vec<Result<ExtraInfo, GrpcError>> = r
+        .entries
+        .iter()
+        .map(|e| {
+            let h = handle_of(&e.receipt_handle)?;
+            match h.queue_offset {
+                Some(_) => Ok(h),
+                None => Err(GrpcError::new(
+                    Code::InvalidReceiptHandle,
+                    "receipt handle has no queue offset",
+                )),
+            }
+        })
+        .collect();
+    let valid: Vec<&ExtraInfo> = handles.iter().filter_map(|h| h.as_ref().ok()).collect();
+    let batch = if valid.is_empty() {
+        Ok(())
+    } else {
+        let cmd = batch_ack_command(s, &group, &topic, &valid);
+        s.invoke(&ep.gateway, cmd).await.and_then(|a| ok_answer(&a))
+    };
+    Ok(r.entries
+        .into_iter()
+        .zip(handles)
+        .map(|(e, h)| {
+            let done = h.and_then(|_| batch.clone());
+            pb::AckMessageResultEntry {
+                message_id: e.message_id,
+                receipt_handle: e.receipt_handle,
+                status: Some(status::status_of(&done)),
+            }
+        })
+        .collect())
+}
+
+/// BATCH_ACK_MESSAGE of `handles`: one entry per pop (same queue, checkpoint, pop time).
+fn batch_ack_command(
+    s: &Client,
+    group: &str,
+    topic: &str,
+    handles: &[&ExtraInfo],
+) -> RemotingCommand {
+    let mut by_pop: Vec<(&ExtraInfo, Vec<i64>)> = Vec::new();
+    for h in handles {
+        let same = |p: &ExtraInfo| {
+            (
+                p.retry,
+                p.queue_id,
+                p.ck_queue_offset,
+                p.pop_time,
+                p.revive_qid,
+                p.invisible_time,
+            ) == (
+                h.retry,
+                h.queue_id,
+                h.ck_queue_offset,
+                h.pop_time,
+                h.revive_qid,
+                h.invisible_time,
+            )
+        };
+        let offset = h.queue_offset.unwrap_or(h.ck_queue_offset);
+        match by_pop.iter_mut().find(|(p, _)| same(p)) {
+            Some((_, offsets)) => offsets.push(offset),
+            None => by_pop.push((h, vec![offset])),
+        }
+    }
+    let acks = by_pop
+        .into_iter()
+        .map(|(h, offsets)| {
+            let start = offsets
+                .iter()
+                .copied()
+                .min()
+                .unwrap_or(h.ck_queue_offset)
+                .min(h.ck_queue_offset);
+            BatchAck {
+                consumer_group: group.to_string(),
+                topic: topic.to_string(),
+                retry: h.retry.as_str().to_string(),
+                start_offset: start,
+                queue_id: h.queue_id,
+                revive_queue_id: h.revive_qid,
+                pop_time: h.pop_time,
+                invisible_time: h.invisible_time,
+                bit_set: BatchAck::bits_of(start, &offsets),
+            }
+        })
+        .collect();
+    let body = BatchAckMessageRequestBody {
+        broker_name: Some(handles[0].broker_name.clone()),
+        acks,
+    };
+    let mut cmd = RemotingCommand::new_request(req::BATCH_ACK_MESSAGE)
+        .with_body(ringmq_protocol::body::to_json(&body));
+    cmd.language = s.language;
+    cmd
+}
+
+/// SUCCESS, or the broker's code as an error.
+fn ok_answer(a: &RemotingCommand) -> Result<(), GrpcError> {
+    if a.code == rc::SUCCESS {
+        Ok(())
+    } else {
+        Err(GrpcError::from_remoting(a.code, a.remark.as_deref()))
+    }
 }
 
 /// AckMessage's answer: the entries, and OK, their common status or MULTIPLE_RESULTS.

@@ -14,7 +14,7 @@ use crate::pb::{
 };
 use crate::status::GrpcError;
 use ringmq_protocol::message::{sys_flag, DecodedRecord};
-use ringmq_protocol::msg_id::{offset_msg_id, to_hex_upper};
+use ringmq_protocol::msg_id::offset_msg_id;
 use ringmq_protocol::properties::{self, keys};
 
 /// Property keys a client may not set (Java's `MessageConst.STRING_HASH_SET`); they are not
@@ -325,27 +325,80 @@ pub fn message_type_of(props: &str) -> MessageType {
 
 /// MD5 of `body` in upper-case hex, the digest clients check.
 pub fn md5_upper(body: &[u8]) -> String {
-    to_hex_upper(&Md5::digest(body))
+    hex_upper(&Md5::digest(body))
+}
+
+/// The properties a delivered message shows in its system properties, read in one pass over
+/// the properties string (the last occurrence of a key wins, as in Java's map).
+#[derive(Default)]
+struct Known<'a> {
+    tag: Option<&'a str>,
+    keys: Option<&'a str>,
+    uniq: Option<&'a str>,
+    deliver_ms: Option<&'a str>,
+    dlq_topic: Option<&'a str>,
+    dlq_id: Option<&'a str>,
+    group: Option<&'a str>,
+    trace: Option<&'a str>,
+    transaction: bool,
+    delayed: bool,
+}
+
+/// One pass over `p`: the known keys, and every other non-reserved pair as a user property.
+fn split_properties(p: &str) -> (Known<'_>, HashMap<String, String>) {
+    let mut k = Known::default();
+    let mut user = HashMap::new();
+    for (key, v) in properties::pairs(p) {
+        match key {
+            keys::TAGS => k.tag = Some(v),
+            keys::KEYS => k.keys = Some(v),
+            keys::UNIQ_KEY => k.uniq = Some(v),
+            keys::TIMER_DELIVER_MS => {
+                k.deliver_ms = Some(v);
+                k.delayed = true;
+            }
+            keys::DELAY | keys::TIMER_DELAY_SEC => k.delayed = true,
+            keys::DLQ_ORIGIN_TOPIC => k.dlq_topic = Some(v),
+            keys::DLQ_ORIGIN_MESSAGE_ID => k.dlq_id = Some(v),
+            keys::SHARDING_KEY => k.group = Some(v),
+            TRACE_CONTEXT => k.trace = Some(v),
+            keys::TRAN_MSG => k.transaction = v == "true",
+            _ if SYSTEM_KEYS.contains(&key)
+                || SHOWN_ELSEWHERE.contains(&key)
+                || key.starts_with(keys::TRANSIENT_PREFIX) => {}
+            _ => {
+                user.insert(key.to_string(), v.to_string());
+            }
+        }
+    }
+    (k, user)
+}
+
+/// Upper-case hex, as RocketMQ writes digests.
+fn hex_upper(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 0xF) as usize] as char);
+    }
+    s
 }
 
 /// A stored record as a delivered gRPC message: `topic` is the topic the client asked for,
 /// `handle` its receipt handle (none for a transaction check's message).
 pub fn incoming(r: &DecodedRecord<'_>, topic: &str, handle: Option<String>) -> pb::Message {
-    let p = r.properties;
-    let get = |k| properties::get(p, k);
-    let user_properties = properties::pairs(p)
-        .filter(|(k, _)| !SYSTEM_KEYS.contains(k) && !SHOWN_ELSEWHERE.contains(k))
-        .filter(|(k, _)| !k.starts_with(keys::TRANSIENT_PREFIX))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let message_id = get(keys::UNIQ_KEY)
-        .map(str::to_string)
-        .unwrap_or_else(|| offset_msg_id(r.store_host, r.phy_offset));
-    let delivery = get(keys::TIMER_DELIVER_MS).and_then(|v| v.parse::<i64>().ok());
-    let dead_letter_queue = match (
-        get(keys::DLQ_ORIGIN_TOPIC),
-        get(keys::DLQ_ORIGIN_MESSAGE_ID),
-    ) {
+    let (k, user_properties) = split_properties(r.properties);
+    let message_type = if k.transaction {
+        MessageType::Transaction
+    } else if k.delayed {
+        MessageType::Delay
+    } else if k.group.is_some() {
+        MessageType::Fifo
+    } else {
+        MessageType::Normal
+    };
+    let dead_letter_queue = match (k.dlq_topic, k.dlq_id) {
         (Some(t), Some(id)) => Some(DeadLetterQueue {
             topic: t.to_string(),
             message_id: id.to_string(),
@@ -353,16 +406,20 @@ pub fn incoming(r: &DecodedRecord<'_>, topic: &str, handle: Option<String>) -> p
         _ => None,
     };
     let sys = SystemProperties {
-        tag: get(keys::TAGS).map(str::to_string),
-        keys: get(keys::KEYS)
-            .map(|k| {
-                k.split(' ')
+        tag: k.tag.map(str::to_string),
+        keys: k
+            .keys
+            .map(|ks| {
+                ks.split(' ')
                     .filter(|s| !s.is_empty())
                     .map(str::to_string)
                     .collect()
             })
             .unwrap_or_default(),
-        message_id,
+        message_id: k
+            .uniq
+            .map(str::to_string)
+            .unwrap_or_else(|| offset_msg_id(r.store_host, r.phy_offset)),
         body_digest: Some(Digest {
             r#type: DigestType::Md5 as i32,
             checksum: md5_upper(r.body),
@@ -372,18 +429,21 @@ pub fn incoming(r: &DecodedRecord<'_>, topic: &str, handle: Option<String>) -> p
         } else {
             Encoding::Identity as i32
         },
-        message_type: message_type_of(p) as i32,
+        message_type: message_type as i32,
         born_timestamp: Some(timestamp(r.born_timestamp)),
         born_host: r.born_host.to_string(),
         store_timestamp: Some(timestamp(r.store_timestamp)),
         store_host: r.store_host.to_string(),
-        delivery_timestamp: delivery.map(timestamp),
+        delivery_timestamp: k
+            .deliver_ms
+            .and_then(|v| v.parse::<i64>().ok())
+            .map(timestamp),
         receipt_handle: handle,
         queue_id: r.queue_id,
         queue_offset: Some(r.queue_offset),
         delivery_attempt: Some(r.reconsume_times.saturating_add(1)),
-        message_group: get(keys::SHARDING_KEY).map(str::to_string),
-        trace_context: get(TRACE_CONTEXT).map(str::to_string),
+        message_group: k.group.map(str::to_string),
+        trace_context: k.trace.map(str::to_string),
         dead_letter_queue,
         ..Default::default()
     };
@@ -449,6 +509,50 @@ mod tests {
         let mut m = message("A", b"x");
         m.system_properties.as_mut().unwrap().message_group = Some("g".repeat(64));
         assert_eq!(code(&m), Code::IllegalMessageGroup);
+    }
+
+    #[test]
+    fn a_record_shows_its_properties_where_clients_look() {
+        let props = properties::encode([
+            (keys::TAGS, "TagA"),
+            (keys::KEYS, "k1 k2"),
+            (keys::UNIQ_KEY, "U1"),
+            (keys::SHARDING_KEY, "g1"),
+            ("color", "red"),
+            ("__RMQ.TRANSIENT.X", "hidden"),
+        ]);
+        let at: std::net::SocketAddr = "127.0.0.1:10911".parse().unwrap();
+        let r = DecodedRecord {
+            total_size: 0,
+            magic: 0,
+            body_crc: 0,
+            queue_id: 3,
+            flag: 0,
+            queue_offset: 7,
+            phy_offset: 99,
+            sys_flag: 0,
+            born_timestamp: 1500,
+            born_host: at,
+            store_timestamp: 2500,
+            store_host: at,
+            reconsume_times: 2,
+            prepared_transaction_offset: 0,
+            body: b"hello",
+            topic: "T",
+            properties: &props,
+        };
+        let m = incoming(&r, "T", Some("h".into()));
+        assert_eq!(m.user_properties.len(), 1);
+        assert_eq!(m.user_properties["color"], "red");
+        let sys = m.system_properties.unwrap();
+        assert_eq!(sys.tag.as_deref(), Some("TagA"));
+        assert_eq!(sys.keys, vec!["k1", "k2"]);
+        assert_eq!(sys.message_id, "U1");
+        assert_eq!(sys.message_group.as_deref(), Some("g1"));
+        assert_eq!(sys.message_type, MessageType::Fifo as i32);
+        assert_eq!(sys.delivery_attempt, Some(3));
+        assert_eq!((sys.queue_id, sys.queue_offset), (3, Some(7)));
+        assert_eq!(sys.receipt_handle.as_deref(), Some("h"));
     }
 
     #[test]

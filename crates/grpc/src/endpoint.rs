@@ -9,6 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::clients::Clients;
+use crate::status::GrpcError;
+use ringmq_protocol::body::TopicConfig;
+
 use crate::convert::SendLimits;
 use crate::gateway::Gateway;
 
@@ -88,6 +91,11 @@ impl Transactions {
     }
 }
 
+/// Topic configs as the shards last published them, kept for `TOPIC_CACHE_TTL` so a send does
+/// not ask a shard first; at most `TOPIC_CACHE_MAX` topics (a full cache starts over).
+const TOPIC_CACHE_TTL: Duration = Duration::from_secs(1);
+const TOPIC_CACHE_MAX: usize = 4096;
+
 /// The shared state of every handler.
 pub struct Endpoint {
     pub gateway: Gateway,
@@ -95,6 +103,7 @@ pub struct Endpoint {
     pub cfg: EndpointConfig,
     pub transactions: Transactions,
     round_robin: AtomicU64,
+    topics: Mutex<HashMap<String, (Option<TopicConfig>, Instant)>>,
 }
 
 impl Endpoint {
@@ -104,8 +113,37 @@ impl Endpoint {
             gateway,
             transactions: Transactions::new(100_000, Duration::from_secs(30)),
             round_robin: AtomicU64::new(0),
+            topics: Mutex::new(HashMap::new()),
             cfg,
         })
+    }
+
+    /// The topic's config as shard `shard` knows it, at most `TOPIC_CACHE_TTL` old (None: no
+    /// such topic).
+    pub async fn topic_config(
+        &self,
+        shard: usize,
+        topic: &str,
+    ) -> Result<Option<TopicConfig>, GrpcError> {
+        {
+            let cache = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((c, at)) = cache.get(topic) {
+                if at.elapsed() < TOPIC_CACHE_TTL {
+                    return Ok(c.clone());
+                }
+            }
+        }
+        let t = topic.to_string();
+        let c = self
+            .gateway
+            .on(shard, move |sh| async move { sh.topics().get(&t).cloned() })
+            .await?;
+        let mut cache = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= TOPIC_CACHE_MAX {
+            cache.clear();
+        }
+        cache.insert(topic.to_string(), (c.clone(), Instant::now()));
+        Ok(c)
     }
 
     /// The next number of the round robin over queues.

@@ -21,6 +21,18 @@ pub struct Gateway {
     mesh: Mesh<Shard>,
 }
 
+/// An in-process request's failure as the client is told it.
+fn local_error(e: LocalError) -> GrpcError {
+    match e {
+        LocalError::Refused {
+            authentication: true,
+            reason,
+        } => GrpcError::new(Code::Unauthorized, reason),
+        LocalError::Refused { reason, .. } => GrpcError::new(Code::Forbidden, reason),
+        other => GrpcError::internal(other.to_string()),
+    }
+}
+
 impl Gateway {
     pub fn new(mesh: Mesh<Shard>) -> Gateway {
         Gateway { mesh }
@@ -61,14 +73,7 @@ impl Gateway {
         let answer = self
             .on(target, move |s| local::invoke(s, conn, cmd, signed))
             .await?;
-        answer.map_err(|e: LocalError| match e {
-            LocalError::Refused {
-                authentication: true,
-                reason,
-            } => GrpcError::new(Code::Unauthorized, reason),
-            LocalError::Refused { reason, .. } => GrpcError::new(Code::Forbidden, reason),
-            other => GrpcError::internal(other.to_string()),
-        })
+        answer.map_err(local_error)
     }
 
     /// As `invoke`, with any code but SUCCESS an error.

@@ -91,17 +91,9 @@ pub async fn send(
             "messages of one request must share a topic",
         ));
     }
-    let t = topic.clone();
-    let config = ep
-        .gateway
-        .on(
-            s.shard,
-            move |sh| async move { sh.topics().get(&t).cloned() },
-        )
-        .await?
-        .ok_or_else(|| {
-            GrpcError::new(Code::TopicNotFound, format!("topic {topic} does not exist"))
-        })?;
+    let config = ep.topic_config(s.shard, &topic).await?.ok_or_else(|| {
+        GrpcError::new(Code::TopicNotFound, format!("topic {topic} does not exist"))
+    })?;
     let types = accepted_types(Some(&config));
     let now = crate::now_ms();
     let mut entries = Vec::with_capacity(r.messages.len());
