@@ -8,7 +8,7 @@
 
 use crate::raw_support::admin::{admin, admin_until_ok, create_topic};
 use crate::raw_support::pop::{pop_cmd, popped};
-use crate::raw_support::{create_topic_cmd, Conn, RawBroker, GRPC};
+use crate::raw_support::{create_topic_cmd, pull_cmd, records, send_cmd, Conn, RawBroker, GRPC};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -345,4 +345,168 @@ fn python_clients_pass_access_control_with_their_credentials_only() {
             || said.contains("check signature failed"),
         "{said}"
     );
+}
+
+/// Tag and SQL92 subscriptions of a SimpleConsumer: exactly the matching messages arrive.
+#[test]
+fn python_consumers_filter_by_tag_and_sql92() {
+    let b = RawBroker::start(&[GRPC, "enablePropertyFilter=true"]);
+    topic(&b, "GrpcTag", None);
+    topic(&b, "GrpcSql", None);
+    let v = run(
+        &b,
+        "produce_consume.py",
+        &[
+            "--topic",
+            "GrpcTag",
+            "--group",
+            "GrpcTagG",
+            "--count",
+            "6",
+            "--tags",
+            "TagA,TagB",
+            "--filter",
+            "TagB",
+        ],
+    );
+    let tags: Vec<&str> = v["received"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(tags, vec!["TagB"; 3], "{v:#}");
+    let v = run(
+        &b,
+        "produce_consume.py",
+        &[
+            "--topic",
+            "GrpcSql",
+            "--group",
+            "GrpcSqlG",
+            "--count",
+            "6",
+            "--filter-type",
+            "SQL",
+            "--filter",
+            "index < 3",
+            "--expect",
+            "3",
+            "--linger",
+            "2",
+        ],
+    );
+    let mut idx: Vec<&str> = v["received"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["properties"]["index"].as_str().unwrap())
+        .collect();
+    idx.sort();
+    assert_eq!(idx, vec!["0", "1", "2"], "{v:#}");
+}
+
+/// A push consumer that keeps failing a message: delivered `retryMaxTimes + 1` times (the
+/// group's max attempts), then moved to the group's DLQ by the broker, where Remoting reads it.
+#[test]
+fn python_push_consumer_dead_letters_after_max_attempts() {
+    let b = start();
+    topic(&b, "GrpcDlq", None);
+    admin(
+        b.namesrv,
+        &[
+            "updateSubGroup",
+            "-b",
+            &b.broker.to_string(),
+            "-g",
+            "GrpcDlqG",
+            "-r",
+            "1",
+        ],
+    )
+    .ok();
+    let v = run(
+        &b,
+        "push_consumer.py",
+        &[
+            "--topic",
+            "GrpcDlq",
+            "--group",
+            "GrpcDlqG",
+            "--count",
+            "2",
+            "--fail-indices",
+            "0",
+            "--fail-times",
+            "9",
+            "--expect-deliveries",
+            "2",
+            "--linger",
+            "12",
+        ],
+    );
+    let msgs = v["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["attempts"], serde_json::json!([1, 2]), "{v:#}");
+    assert_eq!(msgs[1]["attempts"], serde_json::json!([1]), "{v:#}");
+    let failed = msgs[0]["message_id"].as_str().unwrap().to_string();
+    let mut c = Conn::connect(b.broker);
+    let r = c.call(pull_cmd("%DLQ%GrpcDlqG", 0, 0, 1000));
+    assert_eq!(r.code, response_code::SUCCESS, "{r:?}");
+    let ids: Vec<String> = records(&r.body)
+        .iter()
+        .filter_map(|m| properties::get(m.properties, "UNIQ_KEY").map(str::to_string))
+        .collect();
+    assert_eq!(ids, vec![failed], "the DLQ holds the failed message once");
+}
+
+/// Messages sent over Remoting (tag, keys, a user property) are received over gRPC with them.
+#[test]
+fn remoting_sends_reach_python_consumers() {
+    let b = start();
+    topic(&b, "GrpcFromRemoting", None);
+    let mut c = Conn::connect(b.broker);
+    for i in 0..3 {
+        let props = properties::encode([
+            ("TAGS", "TagR"),
+            ("KEYS", "rk1 rk2"),
+            ("UNIQ_KEY", &format!("REMOTING{i}")),
+            ("origin", "remoting"),
+        ]);
+        let r = c.call(send_cmd(
+            "GrpcFromRemoting",
+            i % 4,
+            format!("from remoting {i}").as_bytes(),
+            &props,
+        ));
+        assert_eq!(r.code, response_code::SUCCESS, "{r:?}");
+    }
+    let v = run(
+        &b,
+        "produce_consume.py",
+        &[
+            "--topic",
+            "GrpcFromRemoting",
+            "--group",
+            "GrpcFromRemotingG",
+            "--count",
+            "0",
+            "--foreign-expect",
+            "3",
+        ],
+    );
+    let mut got: Vec<(String, String)> = Vec::new();
+    for m in v["foreign_messages"].as_array().unwrap() {
+        assert_eq!(m["tag"], "TagR", "{m}");
+        assert_eq!(m["keys"], serde_json::json!(["rk1", "rk2"]), "{m}");
+        assert_eq!(m["properties"]["origin"], "remoting", "{m}");
+        got.push((
+            m["message_id"].as_str().unwrap().into(),
+            m["body"].as_str().unwrap().into(),
+        ));
+    }
+    got.sort();
+    let want: Vec<(String, String)> = (0..3)
+        .map(|i| (format!("REMOTING{i}"), format!("from remoting {i}")))
+        .collect();
+    assert_eq!(got, want);
 }

@@ -10,7 +10,8 @@ JSON result (stdout):
                  "message_group", "message_type", "topic", "born_timestamp_ms",
                  "delivery_timestamp_ms", "corrupted", "index", "after_send_s"}],   # in arrival order, duplicates included
    "expected": n, "distinct": n, "duplicates": n, "missing": [message_id], "unexpected": [message_id],
-   "mismatches": [...], "early": [...], "foreign": n, "ack_errors": [...], "receive_calls": n}
+   "mismatches": [...], "early": [...], "foreign": n, "foreign_messages": [<message>],
+   "ack_errors": [...], "receive_calls": n}
 Only messages of this run (body "<run_id>:<i>...") are checked; others ("foreign") are acked
 and counted.
 """
@@ -84,6 +85,7 @@ def main(h, a):
     received, seen, ack_errors, mismatches, early = [], {}, [], [], []
     h.partial.update(received=received, ack_errors=ack_errors)
     foreign = 0
+    foreign_messages = []
     calls = 0
     deadline = h.deadline_in(a.consume_timeout + max(0, a.delay))
     done_at = None
@@ -95,6 +97,8 @@ def main(h, a):
             body = (msg.body or b"").decode("utf-8", "replace")
             if not body.startswith(h.run_id + ":"):
                 foreign += 1
+                if len(foreign_messages) < a.foreign_expect:
+                    foreign_messages.append(h.message_dict(msg))
             else:
                 index = int(body.split(":")[1])
                 src = sent[index] if index < len(sent) else None
@@ -119,7 +123,7 @@ def main(h, a):
                     consumer.ack(msg)
                 except Exception as e:
                     ack_errors.append({"message_id": msg.message_id, "error": f"{type(e).__name__}: {e}"})
-        if done_at is None and len(expected_ids & set(seen)) >= expected:
+        if done_at is None and len(expected_ids & set(seen)) >= expected and foreign >= a.foreign_expect:
             done_at = time.monotonic()
             log(f"all {expected} expected messages arrived; lingering {a.linger}s")
 
@@ -128,13 +132,15 @@ def main(h, a):
     unexpected = sorted(i for i in distinct_ours if i not in expected_ids)
     duplicates = sum(n - 1 for n in seen.values())
     got_expected = len(expected_ids & distinct_ours) if a.expect is None else len(distinct_ours)
-    ok = (got_expected >= expected and not missing and not unexpected and not ack_errors
+    ok = (got_expected >= expected and foreign >= a.foreign_expect and not missing and not unexpected and not ack_errors
           and not mismatches and not early
           and not any(r["corrupted"] for r in received)
           and not (a.fail_on_duplicates and duplicates))
     errors = []
     if got_expected < expected:
         errors.append(f"received {got_expected} of {expected} expected messages")
+    if foreign < a.foreign_expect:
+        errors.append(f"received {foreign} of {a.foreign_expect} messages sent by others")
     if unexpected:
         errors.append(f"{len(unexpected)} messages arrived that the filter should have dropped")
     if ack_errors:
@@ -151,7 +157,7 @@ def main(h, a):
         "ok": ok, "topic": a.topic, "group": a.group, "sent": sent, "received": received,
         "expected": expected, "distinct": len(distinct_ours), "duplicates": duplicates,
         "missing": missing, "unexpected": unexpected, "mismatches": mismatches, "early": early,
-        "foreign": foreign, "ack_errors": ack_errors, "receive_calls": calls,
+        "foreign": foreign, "foreign_messages": foreign_messages, "ack_errors": ack_errors, "receive_calls": calls,
     }
     if errors:
         result["error"] = "; ".join(errors)
@@ -183,6 +189,9 @@ if __name__ == "__main__":
     h.add_argument("--prime", action="store_true", help="one receive before producing")
     h.add_argument("--no-ack", action="store_true", help="do not ack what arrives")
     h.add_argument("--fail-on-duplicates", action="store_true")
+    h.add_argument("--foreign-expect", type=int, default=0,
+                   help="also wait for this many messages sent by others (another protocol, say) "
+                        "and report them in foreign_messages")
     args = h.parse()
     if args.property is None:
         args.property = ["origin=python5"]
