@@ -510,3 +510,74 @@ fn remoting_sends_reach_python_consumers() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// A push consumer's message hidden for 3 s at a time (`defaultInvisibleTimeMills`) while its
+/// listener takes 8 s: the endpoint renews it, so it is delivered once, and the ack with the
+/// handle the client was given (renewed twice meanwhile) holds.
+#[test]
+fn python_push_consumer_holds_a_message_past_its_invisible_time() {
+    let b = RawBroker::start(&[
+        GRPC,
+        "defaultInvisibleTimeMills=3000",
+        "renewAheadTimeMillis=1500",
+        "renewSchedulePeriodMillis=300",
+    ]);
+    topic(&b, "GrpcRenew", None);
+    let v = run(
+        &b,
+        "push_consumer.py",
+        &[
+            "--topic",
+            "GrpcRenew",
+            "--group",
+            "GrpcRenewG",
+            "--count",
+            "1",
+            "--fail-indices",
+            "",
+            "--fail-times",
+            "0",
+            "--consume-delay",
+            "8",
+            "--linger",
+            "6",
+        ],
+    );
+    let msgs = v["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["attempts"], serde_json::json!([1]), "{v:#}");
+    assert_eq!(v["deliveries_after_success"], 0, "{v:#}");
+}
+
+/// With the broker's own certificate (`tls.server.*`, permissive), the SDK connects over TLS
+/// verifying it against the test CA, and another client in plaintext on the same port; both
+/// produce and consume.
+#[test]
+fn python_clients_over_tls_and_plaintext_on_one_port() {
+    let certs = crate::tls_support::Certs::make();
+    let mut opts = vec![GRPC.to_string()];
+    opts.extend(certs.server_opts("permissive"));
+    let b = RawBroker::start(&crate::tls_support::as_str(&opts));
+    topic(&b, "GrpcTls", None);
+    let ca = certs.ca.display().to_string();
+    let v = run(
+        &b,
+        "produce_consume.py",
+        &[
+            "--topic", "GrpcTls", "--group", "GrpcTlsG", "--count", "3", "--tls", "--ca", &ca,
+        ],
+    );
+    assert_eq!(v["distinct"], 3, "{v:#}");
+    let v = run(
+        &b,
+        "produce_consume.py",
+        &[
+            "--topic",
+            "GrpcTls",
+            "--group",
+            "GrpcPlainG",
+            "--count",
+            "3",
+        ],
+    );
+    assert_eq!(v["distinct"], 3, "{v:#}");
+}

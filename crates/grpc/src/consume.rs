@@ -26,6 +26,7 @@ use crate::clients::Client;
 use crate::convert::{self, duration_ms};
 use crate::endpoint::Endpoint;
 use crate::pb::{self, Code, FilterType};
+use crate::renewals::{RenewKey, Renewal};
 use crate::route::{check_group, check_topic};
 use crate::status::{self, GrpcError};
 
@@ -37,8 +38,6 @@ pub const MAX_POLL_MS: i64 = 20_000;
 /// A receive's invisible time bounds (`minInvisibleTimeMillsForRecv`, `maxInvisibleTimeMills`).
 pub const MIN_INVISIBLE_MS: i64 = 10_000;
 pub const MAX_INVISIBLE_MS: i64 = 12 * 3600 * 1000;
-/// The invisible time of a push consumer's (auto-renewed) receive (`defaultInvisibleTimeMills`).
-pub const AUTO_RENEW_INVISIBLE_MS: i64 = 60_000;
 /// `ConsumeInitMode.MAX`: a new group starts at the end of each queue.
 const INIT_MODE_MAX: i32 = 1;
 
@@ -53,9 +52,12 @@ struct Receive {
     max_attempts: i32,
     filter: pb::FilterExpression,
     attempt_id: Option<String>,
+    /// A push consumer's receive: the endpoint renews what it hands out.
+    auto_renew: bool,
 }
 
 fn check_receive(
+    ep: &Endpoint,
     s: &Client,
     r: &pb::ReceiveMessageRequest,
     deadline_ms: Option<i64>,
@@ -80,7 +82,7 @@ fn check_receive(
         )));
     }
     let invisible_ms = if r.auto_renew {
-        AUTO_RENEW_INVISIBLE_MS
+        ep.cfg.renew.invisible_ms
     } else {
         let ms = r.invisible_duration.as_ref().map_or(0, duration_ms);
         if !(MIN_INVISIBLE_MS..=MAX_INVISIBLE_MS).contains(&ms) {
@@ -124,6 +126,7 @@ fn check_receive(
             .map_or(0, |b| b.max_attempts),
         filter,
         attempt_id: r.attempt_id.clone(),
+        auto_renew: r.auto_renew,
     })
 }
 
@@ -198,7 +201,7 @@ pub async fn receive(
     r: pb::ReceiveMessageRequest,
     deadline_ms: Option<i64>,
 ) -> Result<Vec<pb::Message>, GrpcError> {
-    let rcv = check_receive(s, &r, deadline_ms)?;
+    let rcv = check_receive(ep, s, &r, deadline_ms)?;
     let cmd = pop_command(s, &rcv, crate::now_ms())?;
     let answer = s.invoke(&ep.gateway, cmd).await?;
     match answer.code {
@@ -246,6 +249,9 @@ pub async fn receive(
         }
         out.push(m);
     }
+    if rcv.auto_renew {
+        track(ep, s, &rcv, &out);
+    }
     for (handle, msg_id) in dead {
         // Past its max attempts: to the DLQ, not to the client (Java's PopMessageResultFilter).
         if let Err(e) = dead_letter(ep, s, &rcv, &handle, &msg_id).await {
@@ -276,6 +282,48 @@ async fn dead_letter(
     .write_to(&mut cmd);
     s.invoke_ok(&ep.gateway, cmd).await?;
     ack_one(ep, s, &rcv.group, &rcv.topic, handle).await
+}
+
+/// Starts renewing what a push consumer's receive hands out.
+fn track(ep: &Endpoint, s: &Client, rcv: &Receive, out: &[pb::Message]) {
+    for m in out {
+        let Some(sys) = &m.system_properties else {
+            continue;
+        };
+        let Some(handle) = &sys.receipt_handle else {
+            continue;
+        };
+        let Ok(h) = ExtraInfo::parse(handle) else {
+            continue;
+        };
+        let key = RenewKey {
+            client_id: s.client_id.clone(),
+            group: rcv.group.clone(),
+            message_id: sys.message_id.clone(),
+        };
+        let renewal = Renewal {
+            topic: rcv.topic.clone(),
+            handle: handle.clone(),
+            next_visible_ms: h.next_visible_time(),
+            since: std::time::Instant::now(),
+        };
+        if !ep.renewals.track(key, renewal) {
+            tracing::debug!(client = %s.client_id, "renewal table full: a message comes back after its invisible time");
+        }
+    }
+}
+
+/// The handle to act on for a message a client names: the latest renewal of a push consumer's
+/// message (no longer renewed from now on), else the client's own.
+fn current_handle(ep: &Endpoint, s: &Client, group: &str, message_id: &str, given: &str) -> String {
+    let key = RenewKey {
+        client_id: s.client_id.clone(),
+        group: group.to_string(),
+        message_id: message_id.to_string(),
+    };
+    ep.renewals
+        .take(&key)
+        .map_or_else(|| given.to_string(), |r| r.handle)
 }
 
 /// Builds the receipt handles of one pop's messages, as Java's client does from the answer.
@@ -407,6 +455,10 @@ pub async fn ack(
 ) -> Result<Vec<pb::AckMessageResultEntry>, GrpcError> {
     let group = check_group(r.group.as_ref())?;
     let topic = check_topic(r.topic.as_ref())?;
+    let mut r = r;
+    for e in &mut r.entries {
+        e.receipt_handle = current_handle(ep, s, &group, &e.message_id, &e.receipt_handle);
+    }
     if r.entries.len() == 1 {
         let e = r.entries.into_iter().next().unwrap_or_default();
         let done = ack_one(ep, s, &group, &topic, &e.receipt_handle).await;
@@ -553,7 +605,6 @@ pub async fn change_invisible_duration(
 ) -> Result<String, GrpcError> {
     let group = check_group(r.group.as_ref())?;
     let topic = check_topic(r.topic.as_ref())?;
-    let h = handle_of(&r.receipt_handle)?;
     let ms = r.invisible_duration.as_ref().map_or(-1, duration_ms);
     if !(0..=MAX_INVISIBLE_MS).contains(&ms) {
         return Err(GrpcError::new(
@@ -561,6 +612,20 @@ pub async fn change_invisible_duration(
             format!("invisible duration {ms} ms is outside 0..={MAX_INVISIBLE_MS} ms"),
         ));
     }
+    let handle = current_handle(ep, s, &group, &r.message_id, &r.receipt_handle);
+    change(ep, s, &group, &topic, &handle, ms).await
+}
+
+/// CHANGE_MESSAGE_INVISIBLETIME of one handle; the new handle.
+pub async fn change(
+    ep: &Endpoint,
+    s: &Client,
+    group: &str,
+    topic: &str,
+    handle: &str,
+    ms: i64,
+) -> Result<String, GrpcError> {
+    let h = handle_of(handle)?;
     let offset = h.queue_offset.ok_or_else(|| {
         GrpcError::new(
             Code::InvalidReceiptHandle,
@@ -570,10 +635,10 @@ pub async fn change_invisible_duration(
     let mut cmd = RemotingCommand::new_request(req::CHANGE_MESSAGE_INVISIBLETIME);
     cmd.language = s.language;
     ChangeInvisibleTimeRequestHeader {
-        consumer_group: group.clone(),
-        topic: h.retry.real_topic(&topic, &group),
+        consumer_group: group.to_string(),
+        topic: h.retry.real_topic(topic, group),
         queue_id: h.queue_id,
-        extra_info: r.receipt_handle.clone(),
+        extra_info: handle.to_string(),
         offset,
         invisible_time: ms,
     }
@@ -613,7 +678,8 @@ pub async fn forward_to_dlq(
 ) -> Result<(), GrpcError> {
     let topic = check_topic(r.topic.as_ref())?;
     let group = check_group(r.group.as_ref())?;
-    let handle = handle_of(&r.receipt_handle)?;
+    let current = current_handle(ep, s, &group, &r.message_id, &r.receipt_handle);
+    let handle = handle_of(&current)?;
     let commit_log_offset = handle.commit_log_offset.ok_or_else(|| {
         GrpcError::new(
             Code::InvalidReceiptHandle,
@@ -633,7 +699,7 @@ pub async fn forward_to_dlq(
     }
     .write_to(&mut cmd);
     s.invoke_ok(&ep.gateway, cmd).await?;
-    ack_one(ep, s, &group, &topic, &r.receipt_handle).await
+    ack_one(ep, s, &group, &topic, &current).await
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::clients::Clients;
+use crate::renewals::Renewals;
 use crate::status::GrpcError;
 use ringmq_protocol::body::TopicConfig;
 
@@ -31,6 +32,18 @@ pub struct EndpointConfig {
     pub outbox_capacity: usize,
     /// `enableTopicMessageTypeCheck`.
     pub check_message_type: bool,
+    /// Push consumers' renewed receives (`defaultInvisibleTimeMills`, `renewAheadTimeMillis`,
+    /// `renewSchedulePeriodMillis`, `renewMaxTimeMillis`), ms.
+    pub renew: RenewConfig,
+}
+
+/// How push consumers' messages are renewed, ms.
+#[derive(Clone, Copy, Debug)]
+pub struct RenewConfig {
+    pub invisible_ms: i64,
+    pub ahead_ms: i64,
+    pub period_ms: i64,
+    pub max_ms: i64,
 }
 
 /// One transaction sent through this endpoint, as EndTransaction needs it.
@@ -102,6 +115,8 @@ pub struct Endpoint {
     pub clients: Clients,
     pub cfg: EndpointConfig,
     pub transactions: Transactions,
+    /// Push consumers' messages kept invisible while their clients hold them.
+    pub renewals: Renewals,
     round_robin: AtomicU64,
     topics: Mutex<HashMap<String, (Option<TopicConfig>, Instant)>>,
 }
@@ -113,6 +128,7 @@ impl Endpoint {
             gateway,
             transactions: Transactions::new(100_000, Duration::from_secs(30)),
             round_robin: AtomicU64::new(0),
+            renewals: Renewals::default(),
             topics: Mutex::new(HashMap::new()),
             cfg,
         })

@@ -18,6 +18,8 @@ pub mod endpoint;
 pub mod gateway;
 pub mod pb;
 pub mod produce;
+pub mod renew;
+pub mod renewals;
 pub mod route;
 pub mod server;
 pub mod service;

@@ -298,6 +298,7 @@ async fn run(
             }
         }
     });
+    tokio::spawn(crate::renew::run(ep.clone()));
     let service = MessagingServiceServer::new(Service { ep })
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE);

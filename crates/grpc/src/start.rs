@@ -11,7 +11,7 @@ use ringmq_broker::BrokerHandle;
 use ringmq_remoting::tls::TlsContext;
 
 use crate::convert::SendLimits;
-use crate::endpoint::{Endpoint, EndpointConfig};
+use crate::endpoint::{Endpoint, EndpointConfig, RenewConfig};
 use crate::gateway::Gateway;
 use crate::server::{serve, GrpcServer};
 
@@ -86,6 +86,12 @@ pub fn start(
             client_idle: Duration::from_secs(120),
             outbox_capacity: 256,
             check_message_type: cfg.grpc.check_message_type,
+            renew: RenewConfig {
+                invisible_ms: cfg.grpc.default_invisible_ms,
+                ahead_ms: cfg.grpc.renew_ahead_ms,
+                period_ms: cfg.grpc.renew_period_ms,
+                max_ms: cfg.grpc.renew_max_ms,
+            },
         },
     );
     serve(listener, ep, policy)

@@ -302,6 +302,7 @@ pub async fn notify_termination(
             None => {}
         }
     }
+    crate::renew::release(ep, s).await;
     ep.clients.close(&s.client_id);
     Ok(())
 }

@@ -23,6 +23,15 @@ pub struct GrpcConfig {
     /// `enableTopicMessageTypeCheck`: a message must be of a type its topic's `message.type`
     /// takes.
     pub check_message_type: bool,
+    /// `defaultInvisibleTimeMills`: a push consumer's (auto-renewed) receive hides its messages
+    /// this long at a time.
+    pub default_invisible_ms: i64,
+    /// `renewAheadTimeMillis`: a held message is renewed when its deadline is this close.
+    pub renew_ahead_ms: i64,
+    /// `renewSchedulePeriodMillis`: how often held messages are looked at.
+    pub renew_period_ms: i64,
+    /// `renewMaxTimeMillis`: a message held longer is no longer renewed (it comes back).
+    pub renew_max_ms: i64,
 }
 
 impl Default for GrpcConfig {
@@ -34,6 +43,10 @@ impl Default for GrpcConfig {
             advertised: None,
             max_clients: 10_000,
             check_message_type: true,
+            default_invisible_ms: 60_000,
+            renew_ahead_ms: 10_000,
+            renew_period_ms: 5_000,
+            renew_max_ms: 3 * 3600 * 1000,
         }
     }
 }
@@ -60,6 +73,14 @@ impl GrpcConfig {
             "enableTopicMessageTypeCheck" => {
                 boolean(key, value).map(|v| self.check_message_type = v)
             }
+            "defaultInvisibleTimeMills" => {
+                positive(key, value).map(|v| self.default_invisible_ms = v as i64)
+            }
+            "renewAheadTimeMillis" => positive(key, value).map(|v| self.renew_ahead_ms = v as i64),
+            "renewSchedulePeriodMillis" => {
+                positive(key, value).map(|v| self.renew_period_ms = v as i64)
+            }
+            "renewMaxTimeMillis" => positive(key, value).map(|v| self.renew_max_ms = v as i64),
             _ => return None,
         };
         Some(r)
@@ -79,6 +100,16 @@ impl GrpcConfig {
                 "enableTopicMessageTypeCheck",
                 self.check_message_type.to_string(),
             ),
+            (
+                "defaultInvisibleTimeMills",
+                self.default_invisible_ms.to_string(),
+            ),
+            ("renewAheadTimeMillis", self.renew_ahead_ms.to_string()),
+            (
+                "renewSchedulePeriodMillis",
+                self.renew_period_ms.to_string(),
+            ),
+            ("renewMaxTimeMillis", self.renew_max_ms.to_string()),
         ]
     }
 }
