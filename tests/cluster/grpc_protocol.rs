@@ -438,3 +438,117 @@ fn one_ack_of_several_entries_answers_each() {
         assert_eq!(after, vec![Code::MessageNotFound as i32, -2]);
     });
 }
+
+/// An admin's CONSUME_MESSAGE_DIRECTLY (309) and GET_CONSUMER_RUNNING_INFO with jstack (307)
+/// for a gRPC consumer reach it on its Telemetry stream (VerifyMessageCommand with the stored
+/// message, PrintThreadStackTraceCommand), and its answers come back to the admin as Java's
+/// proxy makes them; without jstack the admin is answered at once.
+#[test]
+fn admin_questions_reach_a_grpc_consumer_and_come_back() {
+    use crate::raw_support::{send_cmd, Conn};
+    use ringmq::protocol::codes::request_code;
+    use ringmq::protocol::RemotingCommand;
+    let b = RawBroker::start(&[GRPC]);
+    create_topic(b.namesrv, b.broker, "GrpcP5", 1);
+    let mut producer = Conn::connect(b.broker);
+    let sent = producer.call(send_cmd("GrpcP5", 0, b"verify me", "UNIQ_KEY\u{1}V1\u{2}"));
+    let msg_id = sent.ext("msgId").unwrap().to_string();
+    let rt = runtime();
+    let (tx, mut inbound) = rt.block_on(async {
+        let mut c = client(b.grpc.unwrap()).await;
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let out = tokio_stream::wrappers::ReceiverStream::new(rx);
+        let mut inbound = c.telemetry(req(out, "java-5")).await.unwrap().into_inner();
+        tx.send(pb::TelemetryCommand {
+            status: None,
+            command: Some(pb::telemetry_command::Command::Settings(consumer_settings(
+                "GrpcPG5", "GrpcP5",
+            ))),
+        })
+        .await
+        .unwrap();
+        inbound.message().await.unwrap().expect("settings answer");
+        (tx, inbound)
+    });
+    let admin = std::thread::spawn({
+        let broker = b.broker;
+        let id = msg_id.clone();
+        move || {
+            let mut a = Conn::connect(broker);
+            let verify = a.call(
+                RemotingCommand::new_request(request_code::CONSUME_MESSAGE_DIRECTLY)
+                    .with_ext("consumerGroup", "GrpcPG5")
+                    .with_ext("clientId", "java-5")
+                    .with_ext("msgId", id)
+                    .with_ext("topic", "GrpcP5"),
+            );
+            let stack = a.call(
+                RemotingCommand::new_request(request_code::GET_CONSUMER_RUNNING_INFO)
+                    .with_ext("consumerGroup", "GrpcPG5")
+                    .with_ext("clientId", "java-5")
+                    .with_ext("jstackEnable", true),
+            );
+            let plain = a.call(
+                RemotingCommand::new_request(request_code::GET_CONSUMER_RUNNING_INFO)
+                    .with_ext("consumerGroup", "GrpcPG5")
+                    .with_ext("clientId", "java-5")
+                    .with_ext("jstackEnable", false),
+            );
+            (verify, stack, plain)
+        }
+    });
+    let (verify, stack, plain) = rt.block_on(async {
+        use pb::telemetry_command::Command;
+        for _ in 0..2 {
+            let cmd = tokio::time::timeout(Duration::from_secs(10), inbound.message())
+                .await
+                .expect("a question within 10 s")
+                .unwrap()
+                .expect("a command");
+            let answer = match cmd.command {
+                Some(Command::VerifyMessageCommand(v)) => {
+                    let m = v.message.unwrap();
+                    assert_eq!(&m.body[..], b"verify me");
+                    assert_eq!(m.system_properties.unwrap().message_id, "V1");
+                    Command::VerifyMessageResult(pb::VerifyMessageResult { nonce: v.nonce })
+                }
+                Some(Command::PrintThreadStackTraceCommand(p)) => {
+                    Command::ThreadStackTrace(pb::ThreadStackTrace {
+                        nonce: p.nonce,
+                        thread_stack_trace: Some("\"main\" RUNNABLE".into()),
+                    })
+                }
+                other => panic!("unexpected command {other:?}"),
+            };
+            tx.send(pb::TelemetryCommand {
+                status: Some(pb::Status {
+                    code: Code::Ok as i32,
+                    message: "OK".into(),
+                }),
+                command: Some(answer),
+            })
+            .await
+            .unwrap();
+        }
+        // The runtime keeps the stream going (the last answer is still to be written) until
+        // the admin has its answers.
+        tokio::task::spawn_blocking(move || admin.join().unwrap())
+            .await
+            .unwrap()
+    });
+    assert_eq!(verify.code, 0, "{:?}", verify.remark);
+    assert!(
+        String::from_utf8_lossy(&verify.body).contains("CR_SUCCESS"),
+        "{verify:?}"
+    );
+    assert_eq!(stack.code, 0, "{:?}", stack.remark);
+    assert!(
+        String::from_utf8_lossy(&stack.body).contains("RUNNABLE"),
+        "{stack:?}"
+    );
+    assert_eq!(
+        plain.code,
+        ringmq::protocol::codes::response_code::REQUEST_CODE_NOT_SUPPORTED
+    );
+    drop(tx);
+}

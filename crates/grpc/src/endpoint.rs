@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::clients::Clients;
+use crate::questions::Questions;
 use crate::renewals::Renewals;
 use crate::status::GrpcError;
 use ringmq_protocol::body::TopicConfig;
@@ -117,6 +118,8 @@ pub struct Endpoint {
     pub transactions: Transactions,
     /// Push consumers' messages kept invisible while their clients hold them.
     pub renewals: Renewals,
+    /// The broker's questions (307, 309) waiting for clients' answers.
+    pub questions: Questions,
     round_robin: AtomicU64,
     topics: Mutex<HashMap<String, (Option<TopicConfig>, Instant)>>,
 }
@@ -129,6 +132,7 @@ impl Endpoint {
             transactions: Transactions::new(100_000, Duration::from_secs(30)),
             round_robin: AtomicU64::new(0),
             renewals: Renewals::default(),
+            questions: Questions::default(),
             topics: Mutex::new(HashMap::new()),
             cfg,
         })

@@ -14,10 +14,12 @@
 pub mod clients;
 pub mod consume;
 pub mod convert;
+pub mod diagnostics;
 pub mod endpoint;
 pub mod gateway;
 pub mod pb;
 pub mod produce;
+pub mod questions;
 pub mod renew;
 pub mod renewals;
 pub mod route;

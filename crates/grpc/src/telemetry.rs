@@ -7,8 +7,9 @@
 //! settings, and answers with the server's side of them (retry policy, batch size, polling
 //! time, FIFO from the group's config). Heartbeats renew the registration. What the broker
 //! writes to the client's connection arrives at [`relay`]: a transaction check becomes a
-//! RecoverOrphanedTransactionCommand on the stream; requests a gRPC client cannot answer are
-//! answered for it with REQUEST_CODE_NOT_SUPPORTED, so the broker never waits on them.
+//! RecoverOrphanedTransactionCommand on the stream, an admin's questions (307, 309) go to
+//! `diagnostics`; requests a gRPC client cannot answer are answered for it with
+//! REQUEST_CODE_NOT_SUPPORTED, so the broker never waits on them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,12 +17,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use ringmq_broker::local;
 use ringmq_protocol::body::{
     self, ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData,
     SubscriptionData, EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL,
 };
-use ringmq_protocol::codes::{request_code as req, response_code as rc};
+use ringmq_protocol::codes::request_code as req;
 use ringmq_protocol::headers::{CheckTransactionStateRequestHeader, UnregisterClientRequestHeader};
 use ringmq_protocol::java_hash::java_string_hash;
 use ringmq_protocol::message;
@@ -31,6 +31,7 @@ use ringmq_runtime::MailboxReceiver;
 
 use crate::clients::{Client, TelemetryTx};
 use crate::convert::{self, duration};
+use crate::diagnostics;
 use crate::endpoint::{Endpoint, TransactionData};
 use crate::pb::{self, settings::PubSub, telemetry_command::Command, ClientType, Code, FilterType};
 use crate::route::{check_group, check_topic};
@@ -251,8 +252,12 @@ async fn on_command(
             let _ = tx.try_send(Ok(answer));
             Ok(())
         }
-        Some(Command::ThreadStackTrace(_)) | Some(Command::VerifyMessageResult(_)) => {
-            // Answers to diagnostics this endpoint does not ask for yet.
+        Some(Command::ThreadStackTrace(r)) => {
+            diagnostics::stack_printed(ep, s, cmd.status.as_ref(), &r);
+            Ok(())
+        }
+        Some(Command::VerifyMessageResult(r)) => {
+            diagnostics::verified(ep, s, cmd.status.as_ref(), &r);
             Ok(())
         }
         Some(_) => Err(GrpcError::bad_request(
@@ -303,6 +308,7 @@ pub async fn notify_termination(
         }
     }
     crate::renew::release(ep, s).await;
+    ep.questions.forget_client(&s.client_id);
     ep.clients.close(&s.client_id);
     Ok(())
 }
@@ -343,8 +349,19 @@ pub async fn relay(ep: Arc<Endpoint>, s: Arc<Client>, outbox: MailboxReceiver<Ou
         match cmd.code {
             req::CHECK_TRANSACTION_STATE => check_transaction(&ep, &s, &cmd),
             req::NOTIFY_CONSUMER_IDS_CHANGED => {}
+            req::CONSUME_MESSAGE_DIRECTLY | req::GET_CONSUMER_RUNNING_INFO => {
+                diagnostics::ask(&ep, &s, &cmd)
+            }
             _ if cmd.is_oneway() => {}
-            _ => answer_unsupported(&ep, &s, &cmd),
+            _ => diagnostics::refuse(
+                &ep,
+                &s,
+                &cmd,
+                &format!(
+                    "request code {} is not supported by a gRPC client",
+                    cmd.code
+                ),
+            ),
         }
     }
 }
@@ -390,25 +407,6 @@ fn check_transaction(ep: &Endpoint, s: &Client, cmd: &RemotingCommand) {
         None => {
             tracing::debug!(client = %s.client_id, "transaction check for a client without a stream")
         }
-    }
-}
-
-/// Answers for the client a request it cannot serve over gRPC.
-fn answer_unsupported(ep: &Endpoint, s: &Client, cmd: &RemotingCommand) {
-    let answer = RemotingCommand::response_for(
-        cmd,
-        rc::REQUEST_CODE_NOT_SUPPORTED,
-        Some(format!(
-            "request code {} is not supported by a gRPC client",
-            cmd.code
-        )),
-    );
-    let conn = s.conn.id;
-    let posted = ep.gateway.post(s.shard, move |sh| {
-        local::complete_answer(sh, conn, answer);
-    });
-    if !posted {
-        tracing::debug!(client = %s.client_id, "shard busy: the broker's request times out instead");
     }
 }
 
