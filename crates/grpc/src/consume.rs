@@ -417,13 +417,8 @@ pub async fn ack_one(
     Ok(())
 }
 
-/// The ACK_MESSAGE of one receipt handle.
-fn ack_command(
-    s: &Client,
-    group: &str,
-    topic: &str,
-    handle: &str,
-) -> Result<RemotingCommand, GrpcError> {
+/// A handle an ack or a change can act on: parsed, with the message's queue offset.
+fn handle_with_offset(handle: &str) -> Result<(ExtraInfo, i64), GrpcError> {
     let h = handle_of(handle)?;
     let offset = h.queue_offset.ok_or_else(|| {
         GrpcError::new(
@@ -431,6 +426,17 @@ fn ack_command(
             "receipt handle has no queue offset",
         )
     })?;
+    Ok((h, offset))
+}
+
+/// The ACK_MESSAGE of one receipt handle.
+fn ack_command(
+    s: &Client,
+    group: &str,
+    topic: &str,
+    handle: &str,
+) -> Result<RemotingCommand, GrpcError> {
+    let (h, offset) = handle_with_offset(handle)?;
     let mut cmd = RemotingCommand::new_request(req::ACK_MESSAGE);
     cmd.language = s.language;
     AckMessageRequestHeader {
@@ -471,16 +477,7 @@ pub async fn ack(
     let handles: Vec<Result<ExtraInfo, GrpcError>> = r
         .entries
         .iter()
-        .map(|e| {
-            let h = handle_of(&e.receipt_handle)?;
-            match h.queue_offset {
-                Some(_) => Ok(h),
-                None => Err(GrpcError::new(
-                    Code::InvalidReceiptHandle,
-                    "receipt handle has no queue offset",
-                )),
-            }
-        })
+        .map(|e| handle_with_offset(&e.receipt_handle).map(|(h, _)| h))
         .collect();
     let valid: Vec<&ExtraInfo> = handles.iter().filter_map(|h| h.as_ref().ok()).collect();
     let batch = if valid.is_empty() {
@@ -625,13 +622,7 @@ pub async fn change(
     handle: &str,
     ms: i64,
 ) -> Result<String, GrpcError> {
-    let h = handle_of(handle)?;
-    let offset = h.queue_offset.ok_or_else(|| {
-        GrpcError::new(
-            Code::InvalidReceiptHandle,
-            "receipt handle has no queue offset",
-        )
-    })?;
+    let (h, offset) = handle_with_offset(handle)?;
     let mut cmd = RemotingCommand::new_request(req::CHANGE_MESSAGE_INVISIBLETIME);
     cmd.language = s.language;
     ChangeInvisibleTimeRequestHeader {
