@@ -11,6 +11,8 @@
 #
 #   export RINGMQ_PYTHON="$(scripts/python-env.sh)"
 set -euo pipefail
+# shellcheck source=scripts/venv.sh
+source "$(dirname "$0")/venv.sh"
 
 readonly package="rocketmq-python-cvs"
 readonly version="2.1.0.3"
@@ -52,19 +54,7 @@ if [[ -x "$venv/bin/python" ]] && library_loads; then
   exit 0
 fi
 
-if [[ ! -x "$venv/bin/python" ]]; then
-  log "creating $venv"
-  mkdir -p "$(dirname "$venv")"
-  if ! "$python_bin" -m venv "$venv" >&2; then
-    # Debian's system python3 ships the venv module separately.
-    command -v apt-get >/dev/null || exit 1
-    log "installing python3-venv with apt-get"
-    rm -rf "$venv"
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2
-    "$python_bin" -m venv "$venv" >&2
-  fi
-fi
+make_venv "$venv" "$python_bin"
 log "installing $package==$version"
 # The package is a source distribution that ships the prebuilt library; setuptools and wheel
 # build it into a platform wheel.

@@ -12,6 +12,8 @@
 #
 #   export RINGMQ_PYTHON5="$(scripts/python5-env.sh)"
 set -euo pipefail
+# shellcheck source=scripts/venv.sh
+source "$(dirname "$0")/venv.sh"
 
 readonly package="rocketmq-python-client"
 readonly version="5.1.2"
@@ -43,19 +45,7 @@ if [[ -x "$venv/bin/python" ]] && sdk_imports; then
   exit 0
 fi
 
-if [[ ! -x "$venv/bin/python" ]]; then
-  log "creating $venv"
-  mkdir -p "$(dirname "$venv")"
-  if ! "$python_bin" -m venv "$venv" >&2; then
-    # Debian's system python3 ships the venv module separately.
-    command -v apt-get >/dev/null || exit 1
-    log "installing python3-venv with apt-get"
-    rm -rf "$venv"
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2
-    "$python_bin" -m venv "$venv" >&2
-  fi
-fi
+make_venv "$venv" "$python_bin"
 log "installing $package==$version"
 "$venv/bin/python" -m pip install --disable-pip-version-check -q --only-binary=:all: \
   "$package==$version" >&2
