@@ -238,7 +238,7 @@ pub async fn receive(
             ));
             continue;
         }
-        let mut m = convert::incoming(&rec, &rcv.topic, Some(handle));
+        let mut m = convert::incoming(&rec, &answer.body, &rcv.topic, Some(handle));
         if let (true, Some(sys)) = (rcv.fifo, m.system_properties.as_mut()) {
             if let Some(n) = handles.order_count(&rec) {
                 sys.delivery_attempt = Some(n + 1);

@@ -386,8 +386,14 @@ fn hex_upper(bytes: &[u8]) -> String {
 }
 
 /// A stored record as a delivered gRPC message: `topic` is the topic the client asked for,
-/// `handle` its receipt handle (none for a transaction check's message).
-pub fn incoming(r: &DecodedRecord<'_>, topic: &str, handle: Option<String>) -> pb::Message {
+/// `handle` its receipt handle (none for a transaction check's message), `frame` the buffer the
+/// record was decoded from (the body is a slice of it, not a copy).
+pub fn incoming(
+    r: &DecodedRecord<'_>,
+    frame: &bytes::Bytes,
+    topic: &str,
+    handle: Option<String>,
+) -> pb::Message {
     let (k, user_properties) = split_properties(r.properties);
     let message_type = if k.transaction {
         MessageType::Transaction
@@ -454,7 +460,22 @@ pub fn incoming(r: &DecodedRecord<'_>, topic: &str, handle: Option<String>) -> p
         }),
         user_properties,
         system_properties: Some(sys),
-        body: bytes::Bytes::copy_from_slice(r.body),
+        body: body_of(frame, r.body),
+    }
+}
+
+/// `body` as a slice of `frame` when it lies inside it (a record decoded in place), a copy
+/// otherwise: never a panic.
+fn body_of(frame: &bytes::Bytes, body: &[u8]) -> bytes::Bytes {
+    let (start, end) = (
+        frame.as_ptr() as usize,
+        frame.as_ptr() as usize + frame.len(),
+    );
+    let (from, to) = (body.as_ptr() as usize, body.as_ptr() as usize + body.len());
+    if from >= start && to <= end {
+        frame.slice_ref(body)
+    } else {
+        bytes::Bytes::copy_from_slice(body)
     }
 }
 
@@ -541,7 +562,12 @@ mod tests {
             topic: "T",
             properties: &props,
         };
-        let m = incoming(&r, "T", Some("h".into()));
+        let m = incoming(
+            &r,
+            &bytes::Bytes::from_static(b"hello"),
+            "T",
+            Some("h".into()),
+        );
         assert_eq!(m.user_properties.len(), 1);
         assert_eq!(m.user_properties["color"], "red");
         let sys = m.system_properties.unwrap();
@@ -553,6 +579,18 @@ mod tests {
         assert_eq!(sys.delivery_attempt, Some(3));
         assert_eq!((sys.queue_id, sys.queue_offset), (3, Some(7)));
         assert_eq!(sys.receipt_handle.as_deref(), Some("h"));
+    }
+
+    #[test]
+    fn a_body_inside_its_frame_is_sliced_else_copied() {
+        let frame = bytes::Bytes::from_static(b"..body..");
+        let inside = body_of(&frame, &frame[2..6]);
+        assert_eq!(
+            (&inside[..], inside.as_ptr()),
+            (&b"body"[..], frame[2..].as_ptr())
+        );
+        let elsewhere = body_of(&frame, b"other");
+        assert_eq!(&elsewhere[..], b"other");
     }
 
     #[test]

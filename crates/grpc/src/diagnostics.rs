@@ -68,7 +68,7 @@ pub fn ask(ep: &Endpoint, s: &Client, cmd: &RemotingCommand) {
             };
             Command::VerifyMessageCommand(pb::VerifyMessageCommand {
                 nonce,
-                message: Some(convert::incoming(&rec, rec.topic, None)),
+                message: Some(convert::incoming(&rec, &cmd.body, rec.topic, None)),
             })
         }
         _ => {

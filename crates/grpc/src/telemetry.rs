@@ -392,7 +392,7 @@ fn check_transaction(ep: &Endpoint, s: &Client, cmd: &RemotingCommand) {
         status: Some(status::ok()),
         command: Some(Command::RecoverOrphanedTransactionCommand(
             pb::RecoverOrphanedTransactionCommand {
-                message: Some(convert::incoming(&rec, &topic, None)),
+                message: Some(convert::incoming(&rec, &cmd.body, &topic, None)),
                 transaction_id: tx_id,
             },
         )),
