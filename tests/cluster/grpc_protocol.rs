@@ -91,6 +91,34 @@ fn consumer_settings(group: &str, topic: &str) -> pb::Settings {
     }
 }
 
+type TelemetryTx = tokio::sync::mpsc::Sender<pb::TelemetryCommand>;
+
+/// Opens Telemetry as client `id` and sends a simple consumer's settings for `group` and
+/// `topic`, as every SDK does first; the stream's sender and the server's commands.
+async fn handshake(
+    c: &mut MessagingServiceClient<Channel>,
+    id: &str,
+    group: &str,
+    topic: &str,
+) -> (TelemetryTx, tonic::Streaming<pb::TelemetryCommand>) {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let out = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let inbound = c
+        .telemetry(req(out, id))
+        .await
+        .expect("Telemetry")
+        .into_inner();
+    tx.send(pb::TelemetryCommand {
+        status: None,
+        command: Some(pb::telemetry_command::Command::Settings(consumer_settings(
+            group, topic,
+        ))),
+    })
+    .await
+    .unwrap();
+    (tx, inbound)
+}
+
 fn receive_request(group: &str, topic: &str) -> pb::ReceiveMessageRequest {
     pb::ReceiveMessageRequest {
         group: resource(group),
@@ -172,21 +200,7 @@ fn client_id_and_settings_handshake_come_first() {
         let before = receive_statuses(&mut c, receive_request("GrpcPG", "GrpcP1"), "java-1").await;
         assert_eq!(before, vec![Code::UnrecognizedClientType as i32, -2]);
 
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let out = tokio_stream::wrappers::ReceiverStream::new(rx);
-        let mut inbound = c
-            .telemetry(req(out, "java-1"))
-            .await
-            .expect("Telemetry")
-            .into_inner();
-        tx.send(pb::TelemetryCommand {
-            status: None,
-            command: Some(pb::telemetry_command::Command::Settings(consumer_settings(
-                "GrpcPG", "GrpcP1",
-            ))),
-        })
-        .await
-        .unwrap();
+        let (_tx, mut inbound) = handshake(&mut c, "java-1", "GrpcPG", "GrpcP1").await;
         let answer = tokio::time::timeout(Duration::from_secs(5), inbound.message())
             .await
             .expect("settings answered in time")
@@ -377,17 +391,7 @@ fn one_ack_of_several_entries_answers_each() {
             let r = c.send_message(req(m, "java-4")).await.unwrap().into_inner();
             assert_eq!(code(&r.status), Code::Ok as i32, "{:?}", r.status);
         }
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let out = tokio_stream::wrappers::ReceiverStream::new(rx);
-        let mut inbound = c.telemetry(req(out, "java-4")).await.unwrap().into_inner();
-        tx.send(pb::TelemetryCommand {
-            status: None,
-            command: Some(pb::telemetry_command::Command::Settings(consumer_settings(
-                "GrpcPG4", "GrpcP4",
-            ))),
-        })
-        .await
-        .unwrap();
+        let (_tx, mut inbound) = handshake(&mut c, "java-4", "GrpcPG4", "GrpcP4").await;
         inbound.message().await.unwrap().expect("settings answer");
         let mut handles = Vec::new();
         while handles.len() < 3 {
@@ -456,17 +460,7 @@ fn admin_questions_reach_a_grpc_consumer_and_come_back() {
     let rt = runtime();
     let (tx, mut inbound) = rt.block_on(async {
         let mut c = client(b.grpc.unwrap()).await;
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let out = tokio_stream::wrappers::ReceiverStream::new(rx);
-        let mut inbound = c.telemetry(req(out, "java-5")).await.unwrap().into_inner();
-        tx.send(pb::TelemetryCommand {
-            status: None,
-            command: Some(pb::telemetry_command::Command::Settings(consumer_settings(
-                "GrpcPG5", "GrpcP5",
-            ))),
-        })
-        .await
-        .unwrap();
+        let (tx, mut inbound) = handshake(&mut c, "java-5", "GrpcPG5", "GrpcP5").await;
         inbound.message().await.unwrap().expect("settings answer");
         (tx, inbound)
     });

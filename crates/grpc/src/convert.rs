@@ -309,20 +309,6 @@ pub fn duration(ms: i64) -> Duration {
     }
 }
 
-/// The message type a stored message shows (`GrpcConverter`'s order of checks).
-pub fn message_type_of(props: &str) -> MessageType {
-    let has = |k| properties::get(props, k).is_some();
-    if properties::get(props, keys::TRAN_MSG) == Some("true") {
-        MessageType::Transaction
-    } else if has(keys::DELAY) || has(keys::TIMER_DELIVER_MS) || has(keys::TIMER_DELAY_SEC) {
-        MessageType::Delay
-    } else if has(keys::SHARDING_KEY) {
-        MessageType::Fifo
-    } else {
-        MessageType::Normal
-    }
-}
-
 /// MD5 of `body` in upper-case hex, the digest clients check.
 pub fn md5_upper(body: &[u8]) -> String {
     hex_upper(&Md5::digest(body))
@@ -374,6 +360,19 @@ fn split_properties(p: &str) -> (Known<'_>, HashMap<String, String>) {
     (k, user)
 }
 
+/// The message type a stored message shows (`GrpcConverter`'s order of checks).
+fn message_type(k: &Known<'_>) -> MessageType {
+    if k.transaction {
+        MessageType::Transaction
+    } else if k.delayed {
+        MessageType::Delay
+    } else if k.group.is_some() {
+        MessageType::Fifo
+    } else {
+        MessageType::Normal
+    }
+}
+
 /// Upper-case hex, as RocketMQ writes digests.
 fn hex_upper(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
@@ -395,15 +394,7 @@ pub fn incoming(
     handle: Option<String>,
 ) -> pb::Message {
     let (k, user_properties) = split_properties(r.properties);
-    let message_type = if k.transaction {
-        MessageType::Transaction
-    } else if k.delayed {
-        MessageType::Delay
-    } else if k.group.is_some() {
-        MessageType::Fifo
-    } else {
-        MessageType::Normal
-    };
+    let message_type = message_type(&k);
     let dead_letter_queue = match (k.dlq_topic, k.dlq_id) {
         (Some(t), Some(id)) => Some(DeadLetterQueue {
             topic: t.to_string(),
@@ -600,6 +591,7 @@ mod tests {
 
     #[test]
     fn types_follow_the_converter() {
+        let message_type_of = |p: &str| message_type(&split_properties(p).0);
         let p = properties::encode([(keys::SHARDING_KEY, "g")]);
         assert_eq!(message_type_of(&p), MessageType::Fifo);
         let p = properties::encode([(keys::TRAN_MSG, "true"), (keys::SHARDING_KEY, "g")]);
